@@ -1,0 +1,164 @@
+package provider
+
+import (
+	"crypto"
+	"fmt"
+	"sort"
+)
+
+// Family groups algorithms by the shape of their API.
+type Family int
+
+const (
+	FamilyAEAD         Family = iota + 1 // cipher.AEAD from a key
+	FamilyStream                         // cipher.Stream from a key and IV (AES-CTR)
+	FamilyKeyStream                      // KeyStream with explicit nonce and counter (ChaCha20)
+	FamilyMAC                            // keyed hash.Hash (HMAC)
+	FamilyOneTimeMAC                     // one-time authenticator (Poly1305)
+	FamilySignature                      // crypto.Signer for a key reference
+	FamilyKeyAgreement                   // ephemeral Diffie-Hellman
+	FamilyKEM                            // key encapsulation
+	FamilyHash                           // hash.Hash
+)
+
+var familyNames = map[Family]string{
+	FamilyAEAD:         "aead",
+	FamilyStream:       "stream",
+	FamilyKeyStream:    "keystream",
+	FamilyMAC:          "mac",
+	FamilyOneTimeMAC:   "onetime-mac",
+	FamilySignature:    "signature",
+	FamilyKeyAgreement: "key-agreement",
+	FamilyKEM:          "kem",
+	FamilyHash:         "hash",
+}
+
+func (f Family) String() string {
+	if s, ok := familyNames[f]; ok {
+		return s
+	}
+	return fmt.Sprintf("family(%d)", int(f))
+}
+
+// Algorithm describes one catalog entry. Sizes are in bytes and live here
+// only: every other package looks them up instead of repeating them.
+type Algorithm struct {
+	Name   string
+	Family Family
+
+	KeySize   int // symmetric key size; 0 where not applicable
+	NonceSize int // AEAD nonce, stream IV or keystream nonce
+	TagSize   int // AEAD tag or MAC output
+	BlockSize int // cipher or hash block size
+
+	Hash crypto.Hash // digest used by a signature or MAC; the hash itself for FamilyHash
+
+	PublicKeySize  int // key agreement / KEM public (encapsulation) key
+	SharedSize     int // key agreement / KEM shared secret
+	CiphertextSize int // KEM ciphertext
+
+	PSS bool // RSA-PSS rather than PKCS #1 v1.5
+
+	// Bulk marks algorithms that carry traffic; calibration measures them
+	// by throughput rather than operations per second.
+	Bulk bool
+}
+
+// catalog is the single table of algorithms offload knows.
+var catalog = []*Algorithm{
+	{Name: "aes128-gcm", Family: FamilyAEAD, KeySize: 16, NonceSize: 12, TagSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "aes256-gcm", Family: FamilyAEAD, KeySize: 32, NonceSize: 12, TagSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "chacha20-poly1305", Family: FamilyAEAD, KeySize: 32, NonceSize: 12, TagSize: 16, BlockSize: 64, Bulk: true},
+
+	{Name: "aes128-ctr", Family: FamilyStream, KeySize: 16, NonceSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "aes256-ctr", Family: FamilyStream, KeySize: 32, NonceSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "chacha20", Family: FamilyKeyStream, KeySize: 32, NonceSize: 12, BlockSize: 64, Bulk: true},
+
+	{Name: "poly1305", Family: FamilyOneTimeMAC, KeySize: 32, TagSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "hmac-sha256", Family: FamilyMAC, KeySize: 32, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
+	{Name: "hmac-sha512", Family: FamilyMAC, KeySize: 64, TagSize: 64, BlockSize: 128, Hash: crypto.SHA512, Bulk: true},
+
+	{Name: "ed25519", Family: FamilySignature, PublicKeySize: 32},
+	{Name: "ecdsa-p256-sha256", Family: FamilySignature, Hash: crypto.SHA256, PublicKeySize: 65},
+	{Name: "ecdsa-p384-sha384", Family: FamilySignature, Hash: crypto.SHA384, PublicKeySize: 97},
+	{Name: "rsa-pkcs1v15-sha256", Family: FamilySignature, Hash: crypto.SHA256},
+	{Name: "rsa-pkcs1v15-sha512", Family: FamilySignature, Hash: crypto.SHA512},
+	{Name: "rsa-pss-sha256", Family: FamilySignature, Hash: crypto.SHA256, PSS: true},
+	{Name: "rsa-pss-sha512", Family: FamilySignature, Hash: crypto.SHA512, PSS: true},
+
+	{Name: "x25519", Family: FamilyKeyAgreement, PublicKeySize: 32, SharedSize: 32},
+	{Name: "ecdh-p256", Family: FamilyKeyAgreement, PublicKeySize: 65, SharedSize: 32},
+	{Name: "ecdh-p384", Family: FamilyKeyAgreement, PublicKeySize: 97, SharedSize: 48},
+
+	{Name: "ml-kem-768", Family: FamilyKEM, PublicKeySize: 1184, SharedSize: 32, CiphertextSize: 1088},
+
+	{Name: "sha256", Family: FamilyHash, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
+	{Name: "sha384", Family: FamilyHash, TagSize: 48, BlockSize: 128, Hash: crypto.SHA384, Bulk: true},
+	{Name: "sha512", Family: FamilyHash, TagSize: 64, BlockSize: 128, Hash: crypto.SHA512, Bulk: true},
+}
+
+var catalogByName = func() map[string]*Algorithm {
+	m := make(map[string]*Algorithm, len(catalog))
+	for _, a := range catalog {
+		if _, dup := m[a.Name]; dup {
+			panic("provider: duplicate catalog entry " + a.Name)
+		}
+		m[a.Name] = a
+	}
+	return m
+}()
+
+// Lookup returns the catalog entry for name.
+func Lookup(name string) (*Algorithm, error) {
+	if a, ok := catalogByName[name]; ok {
+		return a, nil
+	}
+	return nil, &UnknownAlgorithmError{Name: name}
+}
+
+// MustLookup is Lookup for names fixed in source code; it panics on a
+// name missing from the catalog, which is a programming error.
+func MustLookup(name string) *Algorithm {
+	a, err := Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// Algorithms returns every catalog entry in table order. The slice is a copy.
+func Algorithms() []*Algorithm {
+	return append([]*Algorithm(nil), catalog...)
+}
+
+// AlgorithmsOf returns the catalog entries of one family in table order.
+func AlgorithmsOf(f Family) []*Algorithm {
+	var out []*Algorithm
+	for _, a := range catalog {
+		if a.Family == f {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Names returns the sorted names of every catalog entry.
+func Names() []string {
+	out := make([]string, 0, len(catalog))
+	for _, a := range catalog {
+		out = append(out, a.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkKey reports a key of the wrong length for alg.
+func checkKey(alg *Algorithm, key []byte) error {
+	if alg.KeySize != 0 && len(key) != alg.KeySize {
+		return &KeySizeError{Algorithm: alg.Name, Got: len(key), Want: alg.KeySize}
+	}
+	return nil
+}
+
+// CheckKey returns a *KeySizeError when key does not fit alg.
+func CheckKey(alg *Algorithm, key []byte) error { return checkKey(alg, key) }
