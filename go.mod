@@ -1,6 +1,6 @@
 module github.com/offload/offload
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/ThalesGroup/crypto11 v1.6.2

@@ -106,7 +106,7 @@ func noneReason(ex *Explanation) string {
 // fallbacks only when they are eligible, which a pin excludes.
 func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible []Provider) ([]Provider, string) {
 	if spec, ok := pol.Pins[alg.Name]; ok {
-		return eligible, fmt.Sprintf("pinned to %q", spec)
+		return narrow(eligible, spec), fmt.Sprintf("pinned to %q", spec)
 	}
 	sortByKind(eligible, pol.Mode)
 	if len(eligible) == 1 {
@@ -129,6 +129,21 @@ func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible []Provider) ([]Pro
 	sort.SliceStable(eligible, func(i, j int) bool { return scores[eligible[i]] > scores[eligible[j]] })
 	best := eligible[0]
 	return eligible, fmt.Sprintf("fastest measured: %s", scoreText(alg, scores[best]))
+}
+
+// narrow replaces providers that can serve part of themselves by the part
+// the pin names.
+func narrow(ps []Provider, spec string) []Provider {
+	out := make([]Provider, 0, len(ps))
+	for _, p := range ps {
+		if n, ok := p.(Narrower); ok {
+			if q, err := n.Narrow(spec); err == nil {
+				p = q
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func scoreText(alg *Algorithm, s float64) string {

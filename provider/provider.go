@@ -107,6 +107,13 @@ type Matcher interface {
 	Matches(spec string) bool
 }
 
+// Narrower is implemented by providers that can serve a pin naming part of
+// them: a PKCS #11 provider over several tokens answers a pin
+// "pkcs11:token=unit0" with a view restricted to that token.
+type Narrower interface {
+	Narrow(spec string) (Provider, error)
+}
+
 // AEADProvider builds AEADs (FamilyAEAD).
 type AEADProvider interface {
 	NewAEAD(alg *Algorithm, key []byte) (cipher.AEAD, error)
