@@ -30,7 +30,7 @@ const (
 // Measurement is the calibration result of one provider for one algorithm.
 type Measurement struct {
 	Algorithm string
-	Provider  string // provider identity
+	Provider  string  // provider identity
 	MBps1K    float64 `json:",omitempty"` // bulk: MB/s (10^6 bytes) at 1 KiB
 	MBps32K   float64 `json:",omitempty"` // bulk: MB/s at 32 KiB
 	OpsPerSec float64 `json:",omitempty"` // non-bulk: operations per second
