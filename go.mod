@@ -12,3 +12,16 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 )
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/kr/fs v0.1.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/thales-e-security/pool v0.0.2 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
