@@ -1,0 +1,67 @@
+package cpu
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Features is what the CPU offers for cryptography, as golang.org/x/sys/cpu
+// reports it. Tests build one by hand to force a CPU without AES.
+type Features struct {
+	Arch string
+	// AES and CLMUL together make AES-GCM fast: AES-NI + PCLMULQDQ on
+	// amd64, AES + PMULL on arm64, KMA on s390x.
+	AES, CLMUL bool
+	// Reported for information: the wide-vector forms Go's assembly uses.
+	AVX2, AVX512F, VAES, VPCLMULQDQ bool
+	// SHA2 and SHA512 instructions (arm64, s390x). x/sys/cpu does not
+	// report the x86 SHA extensions, so they are never claimed there.
+	SHA2, SHA512 bool
+}
+
+// Detect reads the features of the CPU this process runs on.
+func Detect() Features {
+	f := Features{Arch: runtime.GOARCH}
+	switch runtime.GOARCH {
+	case "amd64", "386":
+		x := cpu.X86
+		f.AES, f.CLMUL = x.HasAES, x.HasPCLMULQDQ
+		f.AVX2, f.AVX512F = x.HasAVX2, x.HasAVX512F
+		f.VAES, f.VPCLMULQDQ = x.HasAVX512VAES, x.HasAVX512VPCLMULQDQ
+	case "arm64":
+		a := cpu.ARM64
+		f.AES, f.CLMUL, f.SHA2, f.SHA512 = a.HasAES, a.HasPMULL, a.HasSHA2, a.HasSHA512
+	case "s390x":
+		s := cpu.S390X
+		f.AES, f.CLMUL = s.HasAESGCM, s.HasAESGCM
+		f.SHA2, f.SHA512 = s.HasSHA256, s.HasSHA512
+	}
+	return f
+}
+
+// List names the features present, in the style of /proc/cpuinfo flags.
+func (f Features) List() []string {
+	var out []string
+	add := func(ok bool, name string) {
+		if ok {
+			out = append(out, name)
+		}
+	}
+	add(f.AES, "aes")
+	add(f.CLMUL, clmulName(f.Arch))
+	add(f.AVX2, "avx2")
+	add(f.AVX512F, "avx512f")
+	add(f.VAES, "vaes")
+	add(f.VPCLMULQDQ, "vpclmulqdq")
+	add(f.SHA2, "sha2")
+	add(f.SHA512, "sha512")
+	return out
+}
+
+func clmulName(arch string) string {
+	if arch == "arm64" {
+		return "pmull"
+	}
+	return "pclmulqdq"
+}
