@@ -198,3 +198,22 @@ func RedactRef(ref string) string {
 	}
 	return head + "?" + strings.Join(parts, "&")
 }
+
+// Measure returns the calibration measurement of the provider that would
+// serve alg now, measuring it if needed. The SSH server uses it to decide
+// whether AES-GCM is fast enough to offer first. It fails when the
+// registry has no Calibrator.
+func (r *Registry) Measure(name string) (Measurement, error) {
+	alg, err := Lookup(name)
+	if err != nil {
+		return Measurement{}, err
+	}
+	if r.cal == nil {
+		return Measurement{}, fmt.Errorf("provider: no calibrator configured to measure %s", name)
+	}
+	ex, err := r.explain(alg)
+	if err != nil {
+		return Measurement{}, err
+	}
+	return r.cal.Measure(alg, ex.ranked[0])
+}

@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/cpu"
 )
@@ -65,3 +67,29 @@ func clmulName(arch string) string {
 	}
 	return "pclmulqdq"
 }
+
+// Mask turns features off by name, the way OPENSSL_ia32cap does for
+// OpenSSL: spec is "none" or a comma-separated list of names from List
+// ("aes,pclmulqdq"). It lets a user or a test see how offload behaves on a
+// CPU without them.
+func Mask(f Features, spec string) (Features, error) {
+	if spec == "" {
+		return f, nil
+	}
+	if spec == "none" {
+		return Features{Arch: f.Arch}, nil
+	}
+	fields := map[string]*bool{"aes": &f.AES, "pclmulqdq": &f.CLMUL, "pmull": &f.CLMUL, "avx2": &f.AVX2,
+		"avx512f": &f.AVX512F, "vaes": &f.VAES, "vpclmulqdq": &f.VPCLMULQDQ, "sha2": &f.SHA2, "sha512": &f.SHA512}
+	for _, name := range strings.Split(spec, ",") {
+		p, ok := fields[strings.TrimSpace(name)]
+		if !ok {
+			return f, fmt.Errorf("cpu: unknown feature %q in mask (want none or names among aes, pclmulqdq, pmull, avx2, avx512f, vaes, vpclmulqdq, sha2, sha512)", name)
+		}
+		*p = false
+	}
+	return f, nil
+}
+
+// MaskEnv is the environment variable the command line reads for Mask.
+const MaskEnv = "OFFLOAD_CPU_MASK"

@@ -1,0 +1,106 @@
+// Command offload is the command line of the offload crypto-provider
+// framework and its SSH server.
+//
+// # Commands
+//
+//	offload speed      measure providers, shaped like `openssl speed`
+//	offload providers  list providers, capabilities and the choice per algorithm
+//	offload version    print the version and build
+//
+// Run `offload COMMAND -h` for the flags of each.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Version is the offload version, set at build time with
+// -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+type command struct {
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	summary string
+}
+
+// commands is the table of subcommands.
+var commands = map[string]command{
+	"speed":     {cmdSpeed, "measure providers, shaped like `openssl speed`"},
+	"providers": {cmdProviders, "list providers, capabilities and the choice per algorithm"},
+	"version":   {cmdVersion, "print the version and build"},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		return 2
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "offload: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 2
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "offload %s: %v\n", args[0], err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "offload %s: %v\n", args[0], err)
+	return 1
+}
+
+// usageError marks errors in the command line rather than in the work.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: offload COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("offload "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := newFlagSet("version", stderr).Parse(args); err != nil {
+		return err
+	}
+	for _, l := range buildLines() {
+		fmt.Fprintln(stdout, l)
+	}
+	return nil
+}
