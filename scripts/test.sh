@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs offload's whole test suite: static checks, unit and integration tests
+# (SoftHSM, OpenSSH, p11-kit, ssh-audit), the race detector on concurrent
+# code and a short fuzzing pass. Installs missing tools with apt-get when run
+# as root; otherwise says what is missing (tests needing it then skip, or
+# fail when OFFLOAD_REQUIRE_TOOLS=1, which CI sets).
+#
+#   ./scripts/test.sh            everything
+#   FUZZTIME=30s ./scripts/test.sh   longer fuzzing per target (default 5s, 0 to skip)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${CI:-}" = "true" ]; then export OFFLOAD_REQUIRE_TOOLS=1; fi
+FUZZTIME=${FUZZTIME:-5s}
+
+# tool -> Debian package
+missing=()
+have() { command -v "$1" >/dev/null 2>&1 || [ -e "$1" ]; }
+check() { have "$1" || missing+=("$2"); }
+check softhsm2-util softhsm2
+check pkcs11-tool opensc
+check p11-kit p11-kit
+check /usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so p11-kit-modules
+check ssh openssh-client
+check /usr/sbin/sshd openssh-server
+check /usr/lib/openssh/sftp-server openssh-sftp-server
+check ssh-audit ssh-audit
+if [ "$(uname -m)" != x86_64 ]; then
+	# the multiarch path above is amd64's; look anywhere for the others
+	missing=("${missing[@]/p11-kit-modules/}")
+	ls /usr/lib/*/pkcs11/p11-kit-client.so >/dev/null 2>&1 || missing+=(p11-kit-modules)
+fi
+pkgs=$(printf '%s\n' "${missing[@]}" | sed '/^$/d' | sort -u | tr '\n' ' ')
+if [ -n "$pkgs" ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "== installing: $pkgs"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		# shellcheck disable=SC2086
+		apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+	else
+		echo "== missing tools: $pkgs"
+		echo "   install them with: sudo apt-get install $pkgs"
+		echo "   (tests that need them will skip$([ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ] && echo ', and OFFLOAD_REQUIRE_TOOLS=1 makes that a failure'))"
+	fi
+fi
+
+step() { echo; echo "== $*"; }
+
+step "gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
+
+step "go vet ./..."
+go vet ./...
+
+step "CGO_ENABLED=0 go build ./..."
+CGO_ENABLED=0 go build ./...
+
+step "go test ./..."
+go test -count=1 -timeout 20m ./...
+
+step "race detector on the concurrent code"
+race_pkgs=$(go list ./provider/... ./providers/... ./sshd/... 2>/dev/null)
+# shellcheck disable=SC2086
+go test -count=1 -race -short -timeout 15m $race_pkgs
+
+if [ "$FUZZTIME" != 0 ]; then
+	step "fuzzing each target for $FUZZTIME"
+	for pkg in $(go list ./...); do
+		dir=$(go list -f '{{.Dir}}' "$pkg")
+		for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+			echo "-- $pkg $f"
+			go test -run='^$' -fuzz="^$f\$" -fuzztime="$FUZZTIME" "$pkg"
+		done
+	done
+fi
+
+step "all tests passed"
