@@ -1,0 +1,229 @@
+package auth
+
+import (
+	"log/slog"
+	"os/user"
+	"slices"
+	"strings"
+	"time"
+)
+
+// RootLogin is the PermitRootLogin policy for accounts with uid 0.
+type RootLogin string
+
+// PermitRootLogin values, as in sshd_config.
+const (
+	RootYes                RootLogin = "yes"
+	RootNo                 RootLogin = "no"
+	RootProhibitPassword   RootLogin = "prohibit-password" // the default
+	RootForcedCommandsOnly RootLogin = "forced-commands-only"
+)
+
+// Defaults used for zero Config fields.
+const (
+	DefaultMaxAuthTries       = 6
+	DefaultAuthorizedKeysFile = ".ssh/authorized_keys"
+	// MaxFileSize bounds authorized_keys, principals and CA files.
+	MaxFileSize = 1 << 20
+	// MaxLineLength bounds one line of those files.
+	MaxLineLength = 64 << 10
+	// MinRSABits is the smallest RSA key (user or CA) accepted, as
+	// OpenSSH's RequiredRSASize.
+	MinRSABits = 1024
+)
+
+// DefaultPublicKeyAlgorithms are the signature algorithms accepted for
+// publickey authentication when Config.PublicKeyAlgorithms is nil. As in
+// OpenSSH, ssh-rsa (RSA with SHA-1) is not among them.
+var DefaultPublicKeyAlgorithms = []string{
+	"ssh-ed25519", "ssh-ed25519-cert-v01@openssh.com",
+	"sk-ssh-ed25519@openssh.com", "sk-ssh-ed25519-cert-v01@openssh.com",
+	"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+	"ecdsa-sha2-nistp384", "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+	"ecdsa-sha2-nistp521", "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+	"sk-ecdsa-sha2-nistp256@openssh.com", "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
+	"rsa-sha2-512", "rsa-sha2-512-cert-v01@openssh.com",
+	"rsa-sha2-256", "rsa-sha2-256-cert-v01@openssh.com",
+}
+
+// DefaultCASignatureAlgorithms are the signature algorithms accepted on
+// certificates (made by the CA) when Config.CASignatureAlgorithms is nil.
+var DefaultCASignatureAlgorithms = []string{
+	"ssh-ed25519", "sk-ssh-ed25519@openssh.com",
+	"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+	"sk-ecdsa-sha2-nistp256@openssh.com", "rsa-sha2-512", "rsa-sha2-256",
+}
+
+// Config is the user authentication policy. The zero value accepts
+// publickey authentication against ~/.ssh/authorized_keys with OpenSSH's
+// defaults; Run does not modify it and it may be shared by connections.
+type Config struct {
+	// AuthorizedKeysFiles are file patterns, absolute or relative to the
+	// user's home, with the tokens %h (home), %u (user name), %U (uid)
+	// and %%. Nil means DefaultAuthorizedKeysFile; a single "none"
+	// disables authorized_keys.
+	AuthorizedKeysFiles []string
+
+	// TrustedUserCAKeys is a file of CA public keys (one per line, as in
+	// authorized_keys without options); user certificates signed by one
+	// of them are accepted. Empty means none.
+	TrustedUserCAKeys string
+
+	// AuthorizedPrincipalsFile, when set (a pattern like
+	// AuthorizedKeysFiles), lists the principals accepted for the user in
+	// certificates from TrustedUserCAKeys, one per line, optionally
+	// preceded by authorized_keys options. When empty, a certificate must
+	// name the user name as a principal.
+	AuthorizedPrincipalsFile string
+
+	// PasswordAuthentication enables the "password" method; it needs
+	// PasswordCallback, which reports whether password is right for user.
+	PasswordAuthentication bool
+	PasswordCallback       func(user, password string) (bool, error)
+
+	// MaxAuthTries is the number of failed attempts after which the
+	// connection is dropped (0 means DefaultMaxAuthTries).
+	MaxAuthTries int
+
+	// Banner, when not empty, is sent as SSH_MSG_USERAUTH_BANNER before
+	// the first answer.
+	Banner string
+
+	// PermitRootLogin is the policy for uid 0 ("" means prohibit-password).
+	PermitRootLogin RootLogin
+
+	// AllowUsers, when not empty, are patterns (* and ?) of the users
+	// allowed to log in, each optionally "user@host" where host is
+	// matched against the client address (wildcards or CIDR).
+	AllowUsers []string
+
+	// OnlyUser, when set, is the only account that may log in. The glue
+	// sets it to the running user when the server does not run as root.
+	OnlyUser string
+
+	// PermitUserEnvironment passes authorized_keys environment= options
+	// on in perm.Permissions.Environment; otherwise they are dropped.
+	PermitUserEnvironment bool
+
+	// PublicKeyAlgorithms and CASignatureAlgorithms override the
+	// defaults above.
+	PublicKeyAlgorithms   []string
+	CASignatureAlgorithms []string
+
+	// IgnoreFileModes turns off the StrictModes checks on authorized_keys
+	// and principals files and their directories.
+	IgnoreFileModes bool
+
+	// LookupUser resolves account names (nil means os/user.Lookup).
+	LookupUser func(name string) (*user.User, error)
+
+	// Logger receives one line per decision (nil means slog.Default()).
+	// Passwords and key material are never logged.
+	Logger *slog.Logger
+
+	// Now is the clock for expiry-time= and certificate validity (nil
+	// means time.Now).
+	Now func() time.Time
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.PasswordAuthentication && c.PasswordCallback == nil {
+		return &ConfigError{"PasswordAuthentication", "enabled without a PasswordCallback"}
+	}
+	if c.MaxAuthTries < 0 {
+		return &ConfigError{"MaxAuthTries", "negative"}
+	}
+	switch c.PermitRootLogin {
+	case "", RootYes, RootNo, RootProhibitPassword, RootForcedCommandsOnly:
+	default:
+		return &ConfigError{"PermitRootLogin", "unknown value " + string(c.PermitRootLogin)}
+	}
+	if err := validatePatterns("AuthorizedKeysFiles", c.AuthorizedKeysFiles); err != nil {
+		return err
+	}
+	if err := validatePatterns("AuthorizedPrincipalsFile", []string{c.AuthorizedPrincipalsFile}); err != nil {
+		return err
+	}
+	for _, a := range c.PublicKeyAlgorithms {
+		if _, ok := algorithms[a]; !ok {
+			return &ConfigError{"PublicKeyAlgorithms", "unknown algorithm " + a}
+		}
+	}
+	return nil
+}
+
+func validatePatterns(field string, patterns []string) error {
+	for _, p := range patterns {
+		if _, err := expandTokens(p, "h", "u", "0"); err != nil {
+			return &ConfigError{field, err.Error()}
+		}
+	}
+	return nil
+}
+
+// settings is a Config with defaults filled in.
+type settings struct {
+	*Config
+	keyFiles []string
+	maxTries int
+	root     RootLogin
+	keyAlgos []string
+	caAlgos  []string
+	lookup   func(string) (*user.User, error)
+	log      *slog.Logger
+	now      func() time.Time
+	methods  []string
+}
+
+func newSettings(c *Config) *settings {
+	if c == nil {
+		c = &Config{}
+	}
+	s := &settings{Config: c, keyFiles: c.AuthorizedKeysFiles, maxTries: c.MaxAuthTries,
+		root: c.PermitRootLogin, keyAlgos: c.PublicKeyAlgorithms, caAlgos: c.CASignatureAlgorithms,
+		lookup: c.LookupUser, log: c.Logger, now: c.Now}
+	s.fillDefaults()
+	return s
+}
+
+func (s *settings) fillDefaults() {
+	if s.keyFiles == nil {
+		s.keyFiles = []string{DefaultAuthorizedKeysFile}
+	}
+	if len(s.keyFiles) == 1 && strings.EqualFold(s.keyFiles[0], "none") {
+		s.keyFiles = nil
+	}
+	if s.maxTries == 0 {
+		s.maxTries = DefaultMaxAuthTries
+	}
+	if s.root == "" {
+		s.root = RootProhibitPassword
+	}
+	if s.keyAlgos == nil {
+		s.keyAlgos = DefaultPublicKeyAlgorithms
+	}
+	if s.caAlgos == nil {
+		s.caAlgos = DefaultCASignatureAlgorithms
+	}
+	s.fillFuncs()
+	s.methods = []string{"publickey"}
+	if s.PasswordAuthentication {
+		s.methods = append(s.methods, "password")
+	}
+}
+
+func (s *settings) fillFuncs() {
+	if s.lookup == nil {
+		s.lookup = user.Lookup
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+}
+
+func (s *settings) keyAlgoAllowed(algo string) bool { return slices.Contains(s.keyAlgos, algo) }
+func (s *settings) caAlgoAllowed(algo string) bool  { return slices.Contains(s.caAlgos, algo) }

@@ -1,0 +1,135 @@
+package auth
+
+import (
+	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/perm"
+)
+
+// grant is an accepted key or certificate and what comes with it.
+type grant struct {
+	perms *perm.Permissions
+	// verify says the signature must assert user verification
+	// (verify-required), for security keys.
+	verify bool
+}
+
+// flagUserVerified is the UV bit of a security-key signature's flags
+// (PROTOCOL.u2f).
+const flagUserVerified = 0x04
+
+// publicKey handles the "publickey" method (RFC 4252 §7): a query without
+// signature gets PK_OK when the key would be accepted; a signed request
+// succeeds when the key is accepted and the signature verifies.
+func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
+	key, algo, err := s.cfg.parseKey(req.Algo, req.KeyBlob)
+	if err != nil {
+		return s.fail(req, err), nil
+	}
+	if s.acct.denied != nil {
+		return s.fail(req, s.acct.denied), nil
+	}
+	var sig *signature
+	if req.HasSig {
+		if sig, err = s.verify(req, key, algo); err != nil {
+			return s.fail(req, err), nil
+		}
+	}
+	g, err := s.acceptKey(key)
+	if err != nil {
+		return s.fail(req, err), nil
+	}
+	if !req.HasSig {
+		return s.pkOK(req)
+	}
+	if g.verify && !userVerified(sig) {
+		return s.fail(req, reject("verify-required but the signature lacks user verification")), nil
+	}
+	g.perms.Method, g.perms.KeyFingerprint = "publickey", fingerprint(key)
+	s.log.Info("auth: accepted publickey", "user", req.User, "algo", req.Algo, "key", g.perms.KeyFingerprint)
+	return succeeded, g.perms
+}
+
+// pkOK answers an acceptable key query. It is never authentication.
+func (s *session) pkOK(req *userAuthRequest) (outcome, *perm.Permissions) {
+	if err := s.write(appendPKOK(s.buf[:0], req.Algo, req.KeyBlob)); err != nil {
+		s.log.Debug("auth: writing PK_OK failed", "err", err)
+	}
+	return answered, nil
+}
+
+// verify checks the request's signature: its format must be the one the
+// algorithm implies, and it must cover this session's identifier.
+func (s *session) verify(req *userAuthRequest, key ssh.PublicKey, algo *algorithm) (*signature, error) {
+	sig, err := parseSignature(req.Sig)
+	if err != nil {
+		return nil, rejectf(err, "malformed signature")
+	}
+	if sig.Format != algo.sigFormat {
+		return nil, reject("signature format " + quote(sig.Format) + " for algorithm " + quote(req.Algo))
+	}
+	wsig := &ssh.Signature{Format: sig.Format, Blob: sig.Blob, Rest: sig.Rest}
+	if err := key.Verify(signedData(s.sessionID, req), wsig); err != nil {
+		return nil, rejectf(err, "signature does not verify")
+	}
+	return sig, nil
+}
+
+// userVerified reports the UV flag of a security-key signature.
+func userVerified(sig *signature) bool {
+	return len(sig.Rest) == 5 && sig.Rest[0]&flagUserVerified != 0
+}
+
+// acceptKey decides whether key (a plain key or a certificate) may log in
+// as the session's user.
+func (s *session) acceptKey(key ssh.PublicKey) (*grant, error) {
+	var g *grant
+	var err error
+	if c, ok := key.(*ssh.Certificate); ok {
+		g, err = s.acceptCert(c)
+	} else {
+		g, err = s.acceptPlainKey(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.rootAllows(s.acct, "publickey", g.perms.ForceCommand != ""); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// password handles the "password" method (RFC 4252 §8) when enabled.
+// Password changes are not supported.
+func (s *session) password(req *userAuthRequest) (outcome, *perm.Permissions) {
+	switch {
+	case !s.cfg.PasswordAuthentication:
+		return s.fail(req, reject("password authentication disabled")), nil
+	case req.ChangePassword:
+		return s.fail(req, reject("password change requested")), nil
+	case s.acct.denied != nil:
+		return s.fail(req, s.acct.denied), nil
+	}
+	if err := s.cfg.rootAllows(s.acct, "password", false); err != nil {
+		return s.fail(req, err), nil
+	}
+	ok, err := s.cfg.PasswordCallback(req.User, req.Password)
+	if err != nil || !ok {
+		return s.fail(req, rejectf(err, "wrong password")), nil
+	}
+	s.log.Info("auth: accepted password", "user", req.User)
+	return succeeded, &perm.Permissions{User: req.User, Method: "password"}
+}
+
+// fail logs why req failed and returns the outcome.
+func (s *session) fail(req *userAuthRequest, why error) outcome {
+	s.log.Info("auth: failed "+req.Method, "user", req.User, "algo", req.Algo, "why", why)
+	return failed
+}
+
+func fingerprint(key ssh.PublicKey) string {
+	if c, ok := key.(*ssh.Certificate); ok {
+		return ssh.FingerprintSHA256(c.Key)
+	}
+	return ssh.FingerprintSHA256(key)
+}
