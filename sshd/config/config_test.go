@@ -1,0 +1,377 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/provider"
+)
+
+func parse(t *testing.T, text string, overrides ...string) *Config {
+	t.Helper()
+	c, err := Parse("test_config", strings.NewReader(text), overrides)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	c := Defaults()
+	if !reflect.DeepEqual(c.Ports, []int{22}) || c.MaxAuthTries != 6 || c.MaxSessions != 10 ||
+		c.LoginGraceTime != 2*time.Minute || c.ClientAliveCountMax != 3 || c.ClientAliveInterval != 0 {
+		t.Errorf("numeric defaults wrong: %+v", c)
+	}
+	if !c.PubkeyAuthentication || c.PasswordAuthentication || c.PermitRootLogin != "prohibit-password" {
+		t.Errorf("auth defaults wrong: %+v", c)
+	}
+	if c.MaxStartups != (MaxStartups{10, 30, 100}) || c.ChannelWindowSize != 16<<20 || c.LogLevel != "INFO" {
+		t.Errorf("defaults wrong: %+v", c)
+	}
+	if c.Subsystem("sftp") != InternalSFTP || c.AllowTCPForwarding != "yes" {
+		t.Errorf("subsystem/forwarding defaults wrong: %+v", c)
+	}
+	if slices.Contains(c.KexAlgorithms, "ecdh-sha2-nistp256") || c.KexAlgorithms[0] != "mlkem768x25519-sha256" {
+		t.Errorf("kex defaults = %v", c.KexAlgorithms)
+	}
+	if c.IsSet("Port") {
+		t.Error("IsSet(Port) on defaults")
+	}
+	if got := c.Addrs(); !reflect.DeepEqual(got, []string{":22"}) {
+		t.Errorf("Addrs = %v", got)
+	}
+	empty := parse(t, "# nothing\n\n   \n")
+	empty.set = nil
+	if !reflect.DeepEqual(empty, c) {
+		t.Errorf("empty file differs from Defaults")
+	}
+}
+
+func TestEveryKeyword(t *testing.T) {
+	text := `
+port 2222
+Port=2223
+ListenAddress 127.0.0.1
+ListenAddress [::1]:2200
+HostKey /etc/ssh/key
+HostKey "pkcs11:token=offload;object=host%20key?module-path=/usr/lib/softhsm/libsofthsm2.so"
+AuthorizedKeysFile .ssh/authorized_keys /etc/keys/%u
+TrustedUserCAKeys /etc/ssh/ca.pub
+Ciphers aes128-gcm@openssh.com,chacha20-poly1305@openssh.com
+KexAlgorithms +ecdh-sha2-nistp256
+MACs -hmac-sha2-512*
+HostKeyAlgorithms ^rsa-sha2-256
+PasswordAuthentication yes
+PubkeyAuthentication no
+PermitRootLogin without-password
+AllowUsers alice bob
+AllowUsers carol
+MaxStartups 5:50:20
+MaxAuthTries 3
+MaxSessions 4
+LoginGraceTime 1h30m
+ClientAliveInterval 15
+ClientAliveCountMax 5
+Subsystem sftp internal-sftp
+Subsystem backup /usr/bin/backup --serve
+AcceptEnv LANG LC_*
+AllowTcpForwarding local
+Banner /etc/issue.net
+PidFile /run/offload.pid
+LogLevel debug2
+RekeyLimit 1G 1h
+PKCS11Module /usr/lib/softhsm/libsofthsm2.so
+PKCS11Token pkcs11:token=offload
+PKCS11PinSource /etc/offload/pin
+CryptoPolicy prefer-hardware
+ProviderMap aes128-gcm=cpu,ed25519=software
+ProviderMap aes128-gcm=software x25519=software
+ProviderDeny aes128-ctr chacha20=software
+ChannelWindowSize 32M
+MetricsAddress 127.0.0.1:9100
+CalibrationCache /var/cache/offload
+`
+	c := parse(t, text)
+	want := &Config{
+		Ports:           []int{2222, 2223},
+		ListenAddresses: []string{"127.0.0.1", "[::1]:2200"},
+		HostKeys: []string{"/etc/ssh/key",
+			"pkcs11:token=offload;object=host%20key?module-path=/usr/lib/softhsm/libsofthsm2.so"},
+		AuthorizedKeysFile:     []string{".ssh/authorized_keys", "/etc/keys/%u"},
+		TrustedUserCAKeys:      "/etc/ssh/ca.pub",
+		Ciphers:                []string{"aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com"},
+		KexAlgorithms:          []string{"mlkem768x25519-sha256", "curve25519-sha256", "curve25519-sha256@libssh.org", "ecdh-sha2-nistp256"},
+		MACs:                   []string{"hmac-sha2-256-etm@openssh.com", "hmac-sha2-256"},
+		HostKeyAlgorithms:      []string{"rsa-sha2-256", "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "rsa-sha2-512"},
+		PasswordAuthentication: true,
+		PubkeyAuthentication:   false,
+		PermitRootLogin:        "prohibit-password",
+		AllowUsers:             []string{"alice", "bob", "carol"},
+		MaxStartups:            MaxStartups{5, 50, 20},
+		MaxAuthTries:           3,
+		MaxSessions:            4,
+		LoginGraceTime:         90 * time.Minute,
+		ClientAliveInterval:    15 * time.Second,
+		ClientAliveCountMax:    5,
+		Subsystems:             []Subsystem{{"sftp", "internal-sftp"}, {"backup", "/usr/bin/backup --serve"}},
+		AcceptEnv:              []string{"LANG", "LC_*"},
+		AllowTCPForwarding:     "local",
+		Banner:                 "/etc/issue.net",
+		PidFile:                "/run/offload.pid",
+		LogLevel:               "DEBUG2",
+		RekeyLimit:             RekeyLimit{Bytes: 1 << 30, Interval: time.Hour},
+		PKCS11Module:           "/usr/lib/softhsm/libsofthsm2.so",
+		PKCS11Tokens:           []string{"pkcs11:token=offload"},
+		PKCS11PinSource:        "/etc/offload/pin",
+		CryptoPolicy:           provider.ModePreferHardware,
+		ProviderMap:            map[string]string{"aes128-gcm": "cpu", "ed25519": "software", "x25519": "software"},
+		ProviderDeny:           []provider.DenyEntry{{Algorithm: "aes128-ctr"}, {Algorithm: "chacha20", Provider: "software"}},
+		ChannelWindowSize:      32 << 20,
+		MetricsAddress:         "127.0.0.1:9100",
+		CalibrationCache:       "/var/cache/offload",
+	}
+	c.set = nil
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", c, want)
+	}
+	wantAddrs := []string{"127.0.0.1:2222", "127.0.0.1:2223", "[::1]:2200"}
+	if got := c.Addrs(); !reflect.DeepEqual(got, wantAddrs) {
+		t.Errorf("Addrs = %v, want %v", got, wantAddrs)
+	}
+	if c.SlogLevel() != -4 {
+		t.Errorf("SlogLevel = %v", c.SlogLevel())
+	}
+}
+
+func TestEveryKeywordIsTested(t *testing.T) {
+	// TestEveryKeyword's text must mention each keyword; keep them in step.
+	for _, k := range Keywords() {
+		if k == "" {
+			t.Fatal("empty keyword")
+		}
+		if _, ok := lookupKeyword(strings.ToUpper(k)); !ok {
+			t.Errorf("%s not found case-insensitively", k)
+		}
+	}
+	if len(Keywords()) != 35 {
+		t.Errorf("%d keywords; update TestEveryKeyword and docs/configuration.md", len(Keywords()))
+	}
+}
+
+func TestFirstWins(t *testing.T) {
+	c := parse(t, "MaxAuthTries 3\nMaxAuthTries 4\nCiphers aes256-ctr\nCiphers aes128-ctr\n")
+	if c.MaxAuthTries != 3 || !reflect.DeepEqual(c.Ciphers, []string{"aes256-ctr"}) {
+		t.Errorf("first value did not win: %d %v", c.MaxAuthTries, c.Ciphers)
+	}
+	// A later line is still checked.
+	if _, err := Parse("f", strings.NewReader("MaxAuthTries 3\nMaxAuthTries many\n"), nil); err == nil {
+		t.Error("bad repeated value accepted")
+	}
+}
+
+func TestOverridesWin(t *testing.T) {
+	file := "Port 2222\nHostKey /a\nHostKey /b\nMaxAuthTries 3\nProviderMap aes128-gcm=cpu\n"
+	c := parse(t, file, "maxauthtries=5", "Port 2300", "HostKey=/c", "ProviderMap=aes128-gcm=software")
+	if c.MaxAuthTries != 5 || !reflect.DeepEqual(c.Ports, []int{2300}) ||
+		!reflect.DeepEqual(c.HostKeys, []string{"/c"}) || c.ProviderMap["aes128-gcm"] != "software" {
+		t.Errorf("overrides lost: %d %v %v %v", c.MaxAuthTries, c.Ports, c.HostKeys, c.ProviderMap)
+	}
+	if !c.IsSet("maxauthtries") || c.IsSet("MaxSessions") {
+		t.Error("IsSet wrong")
+	}
+	// File lines overridden on the command line are still checked.
+	if _, err := Parse("f", strings.NewReader("Port x\n"), []string{"Port=1"}); err == nil {
+		t.Error("bad overridden line accepted")
+	}
+}
+
+func TestNoneValues(t *testing.T) {
+	c := parse(t, "Banner none\nPidFile NONE\nAuthorizedKeysFile none\nMetricsAddress none\nCalibrationCache none\nTrustedUserCAKeys none\n")
+	if c.Banner != "" || c.PidFile != "" || c.AuthorizedKeysFile != nil || c.MetricsAddress != "" || c.CalibrationCache != "none" {
+		t.Errorf("none not honoured: %+v", c)
+	}
+}
+
+func TestSubsystemReplacesDefault(t *testing.T) {
+	c := parse(t, "Subsystem sftp /usr/lib/openssh/sftp-server -l INFO\n")
+	if len(c.Subsystems) != 1 || c.Subsystem("sftp") != "/usr/lib/openssh/sftp-server -l INFO" {
+		t.Errorf("Subsystems = %v", c.Subsystems)
+	}
+}
+
+func TestLineErrors(t *testing.T) {
+	cases := []struct {
+		line, keyword, msg string
+		is                 error
+	}{
+		{"Bogus yes", "Bogus", "unknown keyword", ErrUnknownKeyword},
+		{"Match User bob", "Match", "Match blocks are not supported", ErrUnsupported},
+		{"UsePAM yes", "UsePAM", "not supported", ErrUnsupported},
+		{"Port", "Port", "missing argument", nil},
+		{"Port 0", "Port", "out of range", nil},
+		{"Port 22 23", "Port", "takes 1 argument", nil},
+		{"Port 70000", "Port", "out of range", nil},
+		{"ListenAddress 1.2.3.4:x", "ListenAddress", "port", nil},
+		{"ListenAddress a/b", "ListenAddress", "not a host", nil},
+		{"HostKey pkcs11:token=a%zz", "HostKey", "percent", nil},
+		{"HostKey \"\"", "HostKey", "empty", nil},
+		{"AuthorizedKeysFile %x/keys", "AuthorizedKeysFile", "%-token", nil},
+		{"Ciphers 3des-cbc", "Ciphers", "unsupported Ciphers algorithm", nil},
+		{"Ciphers -*", "Ciphers", "leaves no Ciphers", nil},
+		{"KexAlgorithms +diffie-hellman-group1-sha1", "KexAlgorithms", "unsupported", nil},
+		{"MACs hmac-md5", "MACs", "unsupported", nil},
+		{"MACs hmac-sha2-256,,hmac-sha2-512", "MACs", "empty name", nil},
+		{"HostKeyAlgorithms ssh-dss", "HostKeyAlgorithms", "unsupported", nil},
+		{"PasswordAuthentication maybe", "PasswordAuthentication", "not yes or no", nil},
+		{"PubkeyAuthentication 1", "PubkeyAuthentication", "not yes or no", nil},
+		{"PermitRootLogin sometimes", "PermitRootLogin", "not one of", nil},
+		{"AllowUsers a,b", "AllowUsers", "bad user pattern", nil},
+		{"MaxStartups 10:30", "MaxStartups", "start:rate:full", nil},
+		{"MaxStartups 50:30:10", "MaxStartups", "above full", nil},
+		{"MaxStartups 10:101:100", "MaxStartups", "out of range", nil},
+		{"MaxAuthTries 0", "MaxAuthTries", "out of range", nil},
+		{"MaxSessions -1", "MaxSessions", "out of range", nil},
+		{"LoginGraceTime 2x", "LoginGraceTime", "unknown time unit", nil},
+		{"LoginGraceTime 99999999999", "LoginGraceTime", "not a time", nil},
+		{"ClientAliveInterval 400d", "ClientAliveInterval", "longer than a year", nil},
+		{"ClientAliveCountMax x", "ClientAliveCountMax", "not an integer", nil},
+		{"Subsystem sftp", "Subsystem", "at least 2", nil},
+		{"AcceptEnv A=B", "AcceptEnv", "bad environment", nil},
+		{"AllowTcpForwarding sometimes", "AllowTcpForwarding", "not one of", nil},
+		{"Banner", "Banner", "missing argument", nil},
+		{"PidFile a b", "PidFile", "takes 1", nil},
+		{"LogLevel LOUD", "LogLevel", "not one of", nil},
+		{"RekeyLimit 1T", "RekeyLimit", "not a size", nil},
+		{"RekeyLimit 8", "RekeyLimit", "below 16", nil},
+		{"RekeyLimit 1G 1y", "RekeyLimit", "unknown time unit", nil},
+		{"RekeyLimit 8G", "RekeyLimit", "larger than", nil},
+		{"PKCS11Module", "PKCS11Module", "missing argument", nil},
+		{"PKCS11Token token=x", "PKCS11Token", "not a pkcs11: URI", nil},
+		{"PKCS11PinSource \"\"", "PKCS11PinSource", "empty path", nil},
+		{"CryptoPolicy turbo", "CryptoPolicy", "mode must be", nil},
+		{"ProviderMap aes128-gcm", "ProviderMap", "algorithm=provider", nil},
+		{"ProviderMap rot13=cpu", "ProviderMap", "unknown algorithm", nil},
+		{"ProviderDeny rot13=cpu", "ProviderDeny", "known algorithm", nil},
+		{"ChannelWindowSize 1K", "ChannelWindowSize", "below", nil},
+		{"ChannelWindowSize 8G", "ChannelWindowSize", "larger than", nil},
+		{"MetricsAddress 9100", "MetricsAddress", "not host:port", nil},
+		{"CalibrationCache \"\"", "CalibrationCache", "empty path", nil},
+		{`Banner "/etc/issue`, "Banner", "unterminated", ErrUnterminatedQuote},
+		{"Port 22\x00", "", "control character", ErrControlChar},
+	}
+	for _, tc := range cases {
+		text := "# leading comment\n\n" + tc.line + "\n"
+		_, err := Parse("/etc/offload/sshd_config", strings.NewReader(text), nil)
+		var le *LineError
+		if !errors.As(err, &le) {
+			t.Errorf("%q: error %v is not a *LineError", tc.line, err)
+			continue
+		}
+		if le.File != "/etc/offload/sshd_config" || le.Line != 3 || le.Keyword != tc.keyword {
+			t.Errorf("%q: LineError %+v", tc.line, le)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "config: /etc/offload/sshd_config line 3: ") || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%q: message %q, want it to contain %q", tc.line, msg, tc.msg)
+		}
+		if tc.is != nil && !errors.Is(err, tc.is) {
+			t.Errorf("%q: %v is not %v", tc.line, err, tc.is)
+		}
+	}
+}
+
+func TestOverrideError(t *testing.T) {
+	_, err := Parse("f", nil, []string{"Port=22", "MaxSessions=lots"})
+	var le *LineError
+	if !errors.As(err, &le) || le.File != CommandLine || le.Line != 2 || le.Keyword != "MaxSessions" {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "command line option 2 (-o): MaxSessions") {
+		t.Errorf("message %q", err)
+	}
+}
+
+func TestLongLine(t *testing.T) {
+	text := "Port 22\nAllowUsers " + strings.Repeat("a", maxLineLength) + "\n"
+	_, err := Parse("f", strings.NewReader(text), nil)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(t.TempDir()+"/nope", nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "config: ") {
+		t.Errorf("err = %v", err)
+	}
+	c, err := Load("", []string{"Port 2022"})
+	if err != nil || c.Ports[0] != 2022 {
+		t.Errorf("Load without file: %v %v", c, err)
+	}
+}
+
+func TestPrintRoundTrip(t *testing.T) {
+	text := "Port 2222\nListenAddress 127.0.0.1\nHostKey \"/keys/my key\"\nSubsystem sftp internal-sftp\n" +
+		"Subsystem x \"/bin/x -a\" b\nAcceptEnv LANG\nProviderMap aes128-gcm=cpu\nProviderDeny aes128-ctr\n" +
+		"RekeyLimit 512M 30m\nMetricsAddress [::1]:9100\nAllowUsers a b\nBanner \"#not a comment\"\n"
+	c := parse(t, text)
+	var out strings.Builder
+	if err := c.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"port 2222\n", "listenaddress 127.0.0.1:2222\n", "hostkey \"/keys/my key\"\n",
+		"ciphers chacha20-poly1305@openssh.com,", "rekeylimit 536870912 1800\n", "cryptopolicy fastest\n",
+		"providermap aes128-gcm=cpu\n", "logingracetime 120\n", "pidfile none\n", "calibrationcache default\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("Print output lacks %q:\n%s", want, out.String())
+		}
+	}
+	back := parse(t, out.String())
+	c.set, back.set = nil, nil
+	c.ListenAddresses = []string{"127.0.0.1:2222"} // -T prints resolved addresses
+	if !reflect.DeepEqual(c, back) {
+		t.Errorf("round trip differs:\n%+v\n%+v", c, back)
+	}
+	// Every keyword appears in Print, except the lists that are empty.
+	d := Defaults()
+	out.Reset()
+	d.Print(&out)
+	for _, k := range Keywords() {
+		if !strings.Contains(out.String(), strings.ToLower(k)+" ") && !slices.Contains(
+			[]string{"ListenAddress", "HostKey", "AllowUsers", "AcceptEnv", "PKCS11Token", "ProviderMap", "ProviderDeny"}, k) {
+			t.Errorf("Print lacks %s", k)
+		}
+	}
+}
+
+func TestPrintRedactsPIN(t *testing.T) {
+	c := parse(t, "HostKey pkcs11:object=k?pin-value=123456\nPKCS11Token pkcs11:token=t?pin-value=123456\n")
+	var out strings.Builder
+	c.Print(&out)
+	if strings.Contains(out.String(), "123456") {
+		t.Errorf("PIN printed:\n%s", out.String())
+	}
+}
+
+func TestClone(t *testing.T) {
+	c := parse(t, "HostKey /a\nProviderMap aes128-gcm=cpu\n")
+	d := c.Clone()
+	d.HostKeys[0] = "/b"
+	d.ProviderMap["aes128-gcm"] = "software"
+	if c.HostKeys[0] != "/a" || c.ProviderMap["aes128-gcm"] != "cpu" || !d.IsSet("HostKey") {
+		t.Error("Clone shares state")
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	c := parse(t, "CryptoPolicy software-only\nProviderMap aes128-gcm=software\nProviderDeny cpu\n")
+	p := c.Policy()
+	if p.Mode != provider.ModeSoftwareOnly || p.Pins["aes128-gcm"] != "software" || len(p.Deny) != 1 || p.Deny[0].Provider != "cpu" {
+		t.Errorf("Policy = %v", p)
+	}
+}

@@ -1,0 +1,238 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parseBool accepts "yes" and "no", as sshd does.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not yes or no", s)
+}
+
+func formatBool(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseInt parses a decimal integer within [lo, hi].
+func parseInt(s string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", s)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%d is out of range [%d, %d]", n, lo, hi)
+	}
+	return n, nil
+}
+
+// maxDuration bounds time arguments (a year), far beyond any sane timeout
+// and far from overflowing time.Duration.
+const maxDuration = 366 * 24 * time.Hour
+
+var timeUnits = map[byte]time.Duration{
+	's': time.Second, 'm': time.Minute, 'h': time.Hour,
+	'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour,
+}
+
+// ParseTime parses an sshd time: a sequence of numbers each followed by an
+// optional unit s, m, h, d or w (either case); a number without a unit is
+// seconds. "120", "2m", "1h30m" and "1w2d" are accepted. "none" is zero.
+func ParseTime(s string) (time.Duration, error) {
+	if strings.EqualFold(s, "none") {
+		return 0, nil
+	}
+	if s == "" {
+		return 0, errors.New("empty time")
+	}
+	var total time.Duration
+	for rest := s; rest != ""; {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 9 {
+			return 0, fmt.Errorf("%q is not a time (like 90, 2m, 1h30m)", s)
+		}
+		n, _ := strconv.Atoi(rest[:i])
+		unit := time.Second
+		if i < len(rest) {
+			u, ok := timeUnits[lower(rest[i])]
+			if !ok {
+				return 0, fmt.Errorf("%q: unknown time unit %q (use s, m, h, d, w)", s, rest[i])
+			}
+			unit, i = u, i+1
+		}
+		total += time.Duration(n) * unit
+		if total > maxDuration {
+			return 0, fmt.Errorf("%q is longer than a year", s)
+		}
+		rest = rest[i:]
+	}
+	return total, nil
+}
+
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// formatSeconds prints a duration as whole seconds, as sshd -T does.
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Second), 10)
+}
+
+var sizeUnits = map[byte]int64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}
+
+// ParseSize parses a byte count with an optional K, M or G suffix (powers
+// of 1024, either case) and bounds it by max.
+func ParseSize(s string, max int64) (int64, error) {
+	if s == "" {
+		return 0, errors.New("empty size")
+	}
+	mult := int64(1)
+	num := s
+	if u, ok := sizeUnits[lower(s[len(s)-1])]; ok {
+		mult, num = u, s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (like 65536, 512K, 16M, 1G)", s)
+	}
+	if n > math.MaxInt64/mult || n*mult > max {
+		return 0, fmt.Errorf("%q is larger than %d bytes", s, max)
+	}
+	return n * mult, nil
+}
+
+// MaxStartups is sshd's start:rate:full: once Start unauthenticated
+// connections are pending, new ones are refused with probability Rate
+// percent, rising linearly to 100% at Full.
+type MaxStartups struct {
+	Start, Rate, Full int
+}
+
+func (m MaxStartups) String() string { return fmt.Sprintf("%d:%d:%d", m.Start, m.Rate, m.Full) }
+
+// ParseMaxStartups parses "start:rate:full" or a bare "full".
+func ParseMaxStartups(s string) (MaxStartups, error) {
+	parts := strings.Split(s, ":")
+	switch len(parts) {
+	case 1:
+		n, err := parseInt(parts[0], 1, 1<<20)
+		if err != nil {
+			return MaxStartups{}, err
+		}
+		return MaxStartups{Start: n, Rate: 100, Full: n}, nil
+	case 3:
+	default:
+		return MaxStartups{}, fmt.Errorf("%q is not start:rate:full", s)
+	}
+	var v [3]int
+	limits := [3][2]int{{1, 1 << 20}, {1, 100}, {1, 1 << 20}}
+	for i, p := range parts {
+		n, err := parseInt(p, limits[i][0], limits[i][1])
+		if err != nil {
+			return MaxStartups{}, fmt.Errorf("%q: %w", s, err)
+		}
+		v[i] = n
+	}
+	m := MaxStartups{Start: v[0], Rate: v[1], Full: v[2]}
+	if m.Start > m.Full {
+		return MaxStartups{}, fmt.Errorf("%q: start %d is above full %d", s, m.Start, m.Full)
+	}
+	return m, nil
+}
+
+// RekeyLimit is the data and time after which the server starts a new key
+// exchange; zero means the transport's default (none for time).
+type RekeyLimit struct {
+	Bytes    int64
+	Interval time.Duration
+}
+
+func (r RekeyLimit) String() string {
+	return strconv.FormatInt(r.Bytes, 10) + " " + formatSeconds(r.Interval)
+}
+
+// Rekey limits: below 16 bytes rekeying would never end, above 4 GiB
+// sshd clamps too.
+const (
+	minRekeyBytes = 16
+	maxRekeyBytes = 1 << 32
+)
+
+func parseRekeyLimit(args []string) (RekeyLimit, error) {
+	var r RekeyLimit
+	if !strings.EqualFold(args[0], "default") && !strings.EqualFold(args[0], "none") {
+		n, err := ParseSize(args[0], maxRekeyBytes)
+		if err != nil {
+			return r, err
+		}
+		if n != 0 && n < minRekeyBytes {
+			return r, fmt.Errorf("%q is below %d bytes", args[0], minRekeyBytes)
+		}
+		r.Bytes = n
+	}
+	if len(args) > 1 && !strings.EqualFold(args[1], "default") {
+		d, err := ParseTime(args[1])
+		if err != nil {
+			return r, err
+		}
+		r.Interval = d
+	}
+	return r, nil
+}
+
+// checkHostPort checks a host:port listen or metrics address.
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", s, err)
+	}
+	if _, err := parseInt(port, 0, 65535); err != nil {
+		return fmt.Errorf("%q: port %w", s, err)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: bad host", s)
+	}
+	return nil
+}
+
+// parseListenAddress accepts "host", "host:port", "[v6]:port" or a bare
+// IPv6 address. The port is "" when none is given.
+func parseListenAddress(s string) (host, port string, err error) {
+	if ip := net.ParseIP(strings.Trim(s, "[]")); ip != nil && (strings.Count(s, ":") > 1 && !strings.Contains(s, "]:") || !strings.Contains(s, ":")) {
+		return ip.String(), "", nil
+	}
+	if !strings.Contains(s, ":") {
+		if s == "" || strings.ContainsAny(s, " /[]") {
+			return "", "", fmt.Errorf("%q is not a host", s)
+		}
+		return s, "", nil
+	}
+	if err := checkHostPort(s); err != nil {
+		return "", "", err
+	}
+	host, port, _ = net.SplitHostPort(s)
+	if port == "0" {
+		return "", "", fmt.Errorf("%q: port 0", s)
+	}
+	return host, port, nil
+}
