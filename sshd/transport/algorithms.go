@@ -1,0 +1,224 @@
+package transport
+
+import (
+	"slices"
+
+	"github.com/offload/offload/provider"
+)
+
+// cipherSpec is one row of the SSH cipher table: the SSH name, the
+// registry algorithms it is assembled from and its sizes on the wire.
+type cipherSpec struct {
+	name string
+	// aead names a registry AEAD (aes-gcm); stream a registry stream
+	// (aes-ctr) used with a separately negotiated MAC; keyStream and
+	// oneTimeMAC the chacha20-poly1305 construction.
+	aead, stream, keyStream, oneTimeMAC string
+	keySize, ivSize                     int
+	// blockSize is the padding alignment.
+	blockSize int
+	// macBuiltIn is true for ciphers that authenticate themselves; the
+	// negotiated MAC is then ignored.
+	macBuiltIn bool
+	// rekeyBlock is the block size used for the RFC 4344 rekey limit.
+	rekeyBlock  int
+	onByDefault bool
+}
+
+// macSpec is one row of the SSH MAC table.
+type macSpec struct {
+	name        string
+	hmac        string // registry MAC algorithm
+	keySize     int
+	tagSize     int
+	etm         bool // encrypt-then-MAC: the MAC covers the ciphertext and the clear length
+	onByDefault bool
+}
+
+// kexSpec is one row of the key exchange table.
+type kexSpec struct {
+	name        string
+	hash        string // registry hash for the exchange hash and key derivation
+	agree       string // registry key agreement
+	kem         string // registry KEM of a hybrid exchange, or ""
+	onByDefault bool
+}
+
+// hostKeySpec maps a host-key signature algorithm to the public key type
+// that can make it.
+type hostKeySpec struct {
+	name        string // signature algorithm negotiated in KEXINIT
+	keyType     string // ssh public key type of a signer that can make it
+	onByDefault bool
+}
+
+// The algorithm tables. Order within a table is the default preference,
+// except for ciphers, whose default order follows measurement.
+var (
+	cipherTable = []cipherSpec{
+		{name: "chacha20-poly1305@openssh.com", keyStream: "chacha20", oneTimeMAC: "poly1305", keySize: 64, blockSize: 8, macBuiltIn: true, rekeyBlock: 8, onByDefault: true},
+		{name: "aes128-gcm@openssh.com", aead: "aes128-gcm", keySize: 16, ivSize: 12, blockSize: 16, macBuiltIn: true, rekeyBlock: 16, onByDefault: true},
+		{name: "aes256-gcm@openssh.com", aead: "aes256-gcm", keySize: 32, ivSize: 12, blockSize: 16, macBuiltIn: true, rekeyBlock: 16, onByDefault: true},
+		{name: "aes128-ctr", stream: "aes128-ctr", keySize: 16, ivSize: 16, blockSize: 16, rekeyBlock: 16, onByDefault: true},
+		{name: "aes256-ctr", stream: "aes256-ctr", keySize: 32, ivSize: 16, blockSize: 16, rekeyBlock: 16, onByDefault: true},
+	}
+	macTable = []macSpec{
+		{name: "hmac-sha2-256-etm@openssh.com", hmac: "hmac-sha256", keySize: 32, tagSize: 32, etm: true, onByDefault: true},
+		{name: "hmac-sha2-512-etm@openssh.com", hmac: "hmac-sha512", keySize: 64, tagSize: 64, etm: true, onByDefault: true},
+	}
+	kexTable = []kexSpec{
+		{name: "mlkem768x25519-sha256", hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},
+		{name: "curve25519-sha256", hash: "sha256", agree: "x25519", onByDefault: true},
+		{name: "curve25519-sha256@libssh.org", hash: "sha256", agree: "x25519", onByDefault: true},
+		{name: "ecdh-sha2-nistp256", hash: "sha256", agree: "ecdh-p256"},
+		{name: "ecdh-sha2-nistp384", hash: "sha384", agree: "ecdh-p384"},
+	}
+	hostKeyTable = []hostKeySpec{
+		{name: "ssh-ed25519", keyType: "ssh-ed25519", onByDefault: true},
+		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", onByDefault: true},
+		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", onByDefault: true},
+		{name: "rsa-sha2-512", keyType: "ssh-rsa", onByDefault: true},
+		{name: "rsa-sha2-256", keyType: "ssh-rsa", onByDefault: true},
+	}
+)
+
+// Pseudo-algorithms announced in the kex list.
+const (
+	strictKexServer = "kex-strict-s-v00@openssh.com"
+	strictKexClient = "kex-strict-c-v00@openssh.com"
+	extInfoClient   = "ext-info-c"
+	compressionNone = "none"
+)
+
+// DefaultServerSigAlgs is announced in EXT_INFO server-sig-algs: the
+// public key signature algorithms user authentication accepts.
+var DefaultServerSigAlgs = []string{
+	"ssh-ed25519", "sk-ssh-ed25519@openssh.com",
+	"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+	"sk-ecdsa-sha2-nistp256@openssh.com",
+	"rsa-sha2-512", "rsa-sha2-256",
+}
+
+func findCipher(name string) *cipherSpec {
+	return find(cipherTable, name, func(c *cipherSpec) string { return c.name })
+}
+func findMAC(name string) *macSpec {
+	return find(macTable, name, func(m *macSpec) string { return m.name })
+}
+func findKex(name string) *kexSpec {
+	return find(kexTable, name, func(k *kexSpec) string { return k.name })
+}
+func findHostKey(name string) *hostKeySpec {
+	return find(hostKeyTable, name, func(h *hostKeySpec) string { return h.name })
+}
+
+func find[T any](table []T, name string, key func(*T) string) *T {
+	for i := range table {
+		if key(&table[i]) == name {
+			return &table[i]
+		}
+	}
+	return nil
+}
+
+func defaults[T any](table []T, on func(*T) bool, key func(*T) string) []string {
+	var out []string
+	for i := range table {
+		if on(&table[i]) {
+			out = append(out, key(&table[i]))
+		}
+	}
+	return out
+}
+
+// SupportedCiphers, SupportedMACs, SupportedKex and SupportedHostKeyAlgorithms
+// list every algorithm the transport implements, in table order.
+func SupportedCiphers() []string {
+	return defaults(cipherTable, func(*cipherSpec) bool { return true }, func(c *cipherSpec) string { return c.name })
+}
+
+// SupportedMACs lists every MAC the transport implements.
+func SupportedMACs() []string {
+	return defaults(macTable, func(*macSpec) bool { return true }, func(m *macSpec) string { return m.name })
+}
+
+// SupportedKex lists every key exchange the transport implements.
+func SupportedKex() []string {
+	return defaults(kexTable, func(*kexSpec) bool { return true }, func(k *kexSpec) string { return k.name })
+}
+
+// SupportedHostKeyAlgorithms lists every host-key signature algorithm.
+func SupportedHostKeyAlgorithms() []string {
+	return defaults(hostKeyTable, func(*hostKeySpec) bool { return true }, func(h *hostKeySpec) string { return h.name })
+}
+
+// DefaultMACs is the default MAC offer.
+func DefaultMACs() []string {
+	return defaults(macTable, func(m *macSpec) bool { return m.onByDefault }, func(m *macSpec) string { return m.name })
+}
+
+// DefaultKex is the default key exchange offer: the NIST curves are off.
+func DefaultKex() []string {
+	return defaults(kexTable, func(k *kexSpec) bool { return k.onByDefault }, func(k *kexSpec) string { return k.name })
+}
+
+// DefaultHostKeyAlgorithms is the default host-key algorithm offer.
+func DefaultHostKeyAlgorithms() []string {
+	return defaults(hostKeyTable, func(h *hostKeySpec) bool { return h.onByDefault }, func(h *hostKeySpec) string { return h.name })
+}
+
+// DefaultCiphers returns the default cipher offer for reg: AES-GCM first
+// only when the AES-GCM that would serve is at least as fast as
+// ChaCha20-Poly1305 by the registry's measurement (or, unmeasured, when it
+// runs on AES instructions or hardware); ChaCha20-Poly1305 first otherwise.
+func DefaultCiphers(reg *provider.Registry) []string {
+	on := defaults(cipherTable, func(c *cipherSpec) bool { return c.onByDefault }, func(c *cipherSpec) string { return c.name })
+	if !gcmIsFast(reg) {
+		return on
+	}
+	chacha := findCipher("chacha20-poly1305@openssh.com").name
+	i := slices.Index(on, chacha)
+	if i < 0 {
+		return on
+	}
+	out := slices.Delete(slices.Clone(on), i, i+1)
+	// Put chacha20-poly1305 after the GCM entries.
+	j := 0
+	for j < len(out) && findCipher(out[j]).aead != "" {
+		j++
+	}
+	return slices.Insert(out, j, chacha)
+}
+
+// gcmIsFast compares the measured score of the provider that would serve
+// aes128-gcm with that of chacha20-poly1305.
+func gcmIsFast(reg *provider.Registry) bool {
+	if reg == nil {
+		return false
+	}
+	gcm, err := reg.Explain("aes128-gcm")
+	if err != nil {
+		return false
+	}
+	gs, gok := chosenScore(gcm)
+	if cc, err := reg.Explain("chacha20-poly1305"); err == nil {
+		if cs, cok := chosenScore(cc); gok && cok {
+			return gs >= cs
+		}
+	}
+	for _, c := range gcm.Candidates {
+		if c.Provider == gcm.Chosen {
+			return c.Kind == provider.KindCPU
+		}
+	}
+	return false
+}
+
+func chosenScore(ex *provider.Explanation) (float64, bool) {
+	for _, c := range ex.Candidates {
+		if c.Provider == ex.Chosen && c.Measurement != nil {
+			return c.Measurement.Score(), true
+		}
+	}
+	return 0, false
+}

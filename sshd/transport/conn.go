@@ -1,0 +1,284 @@
+package transport
+
+import (
+	"bufio"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Limits of the queue that holds outgoing packets while a key exchange is
+// in progress. Large packets wait once maxQueueBytes are queued; small
+// ones (window adjustments, replies) are always queued up to
+// maxQueuePackets, so a reader that also writes cannot deadlock.
+const (
+	maxQueueBytes   = 1 << 20
+	maxQueuePackets = 1024
+	smallPacket     = 1 << 10
+	// maxPacketsPerKey is the RFC 4344 packet limit: rekey before the
+	// 32-bit sequence number could wrap.
+	maxPacketsPerKey = 1 << 31
+	// disconnectTimeout bounds the write of a final DISCONNECT.
+	disconnectTimeout = 2 * time.Second
+)
+
+// Conn is the server side of one SSH transport connection. It implements
+// wire.PacketConn and wire.Disconnector.
+type Conn struct {
+	srv   *Server
+	nc    net.Conn
+	magic handshakeMagics // vC, vS (iC and iS are per exchange)
+
+	sessionID []byte
+	strict    bool // kex-strict negotiated
+	extInfo   bool // the client asked for EXT_INFO
+	kexCount  int
+
+	rmu  sync.Mutex // held by ReadPacket
+	rd   *packetReader
+	rerr error
+
+	wmu        sync.Mutex
+	wcond      sync.Cond
+	wr         *packetWriter
+	werr       error
+	kexPending bool   // our KEXINIT is sent; ordinary writes queue
+	ourInit    []byte // our KEXINIT payload for the exchange in progress
+	queue      [][]byte
+	queueBytes int
+	rLimit     uint64 // read bytes allowed under the current keys
+	wLimit     uint64
+
+	rekeyDue  atomic.Bool
+	timer     *time.Timer
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+var (
+	_ wire.PacketConn   = (*Conn)(nil)
+	_ wire.Disconnector = (*Conn)(nil)
+)
+
+func newConn(s *Server, nc net.Conn) *Conn {
+	var seed [32]byte
+	rand.Read(seed[:])
+	c := &Conn{
+		srv: s, nc: nc,
+		rd: newPacketReader(bufio.NewReaderSize(nc, 64<<10)),
+		wr: newPacketWriter(nc, seed),
+	}
+	c.magic.vS = s.version[:len(s.version)-2]
+	c.wcond.L = &c.wmu
+	c.rLimit, c.wLimit = maxPacketsPerKey, maxPacketsPerKey
+	return c
+}
+
+// SessionID returns the exchange hash of the first key exchange.
+func (c *Conn) SessionID() []byte { return c.sessionID }
+
+// ClientVersion returns the client's identification string.
+func (c *Conn) ClientVersion() string { return string(c.magic.vC) }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// ReadPacket returns the next payload that is not a transport message. Key
+// re-exchanges started by either side are run here.
+func (c *Conn) ReadPacket() ([]byte, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return nil, c.rerr
+	}
+	p, err := c.readPacket()
+	if err != nil {
+		c.rerr = c.fail(err)
+		return nil, c.rerr
+	}
+	return p, nil
+}
+
+func (c *Conn) readPacket() ([]byte, error) {
+	for {
+		p, err := c.rd.read()
+		if err != nil {
+			return nil, err
+		}
+		switch t := p[0]; {
+		case t == wire.MsgIgnore || t == wire.MsgDebug || t == wire.MsgUnimplemented || t == wire.MsgExtInfo:
+			continue
+		case t == wire.MsgDisconnect:
+			return nil, peerDisconnect(p)
+		case t == wire.MsgKexInit:
+			if err := c.kex(p); err != nil {
+				return nil, err
+			}
+			continue
+		case t >= wire.MsgKexInit && t < 50:
+			return nil, protocolError("unexpected message %d outside key exchange", t)
+		}
+		if err := c.checkReadRekey(); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+// peerDisconnect decodes SSH_MSG_DISCONNECT from the peer.
+func peerDisconnect(p []byte) error {
+	r := wire.NewReader(p[1:])
+	reason := r.Uint32("reason code")
+	msg := r.String("description")
+	if len(msg) > 256 {
+		msg = msg[:256]
+	}
+	return &DisconnectError{Reason: reason, Message: fmt.Sprintf("%q", msg), FromPeer: true}
+}
+
+// WritePacket sends payload, or queues a copy while a key exchange is in
+// progress; it blocks when the queue is full.
+func (c *Conn) WritePacket(payload []byte) error {
+	if len(payload) == 0 {
+		return errors.New("transport: empty payload")
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for c.werr == nil && c.kexPending {
+		if c.queueHasRoom(len(payload)) {
+			c.enqueue(payload)
+			return nil
+		}
+		c.wcond.Wait()
+	}
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.writeNeedsRekey() {
+		if err := c.sendKexInitLocked(); err != nil {
+			return err
+		}
+		c.enqueue(payload)
+		return nil
+	}
+	return c.writeLocked(payload)
+}
+
+func (c *Conn) queueHasRoom(n int) bool {
+	if n <= smallPacket {
+		return len(c.queue) < maxQueuePackets
+	}
+	return len(c.queue) < maxQueuePackets && c.queueBytes+n <= maxQueueBytes
+}
+
+func (c *Conn) enqueue(p []byte) {
+	c.queue = append(c.queue, append([]byte(nil), p...))
+	c.queueBytes += len(p)
+}
+
+// writeLocked sends one packet; a failure is sticky.
+func (c *Conn) writeLocked(p []byte) error {
+	if c.werr != nil {
+		return c.werr
+	}
+	if err := c.wr.write(p); err != nil {
+		c.werr = err
+		c.wcond.Broadcast()
+		return err
+	}
+	return nil
+}
+
+func (c *Conn) writeNeedsRekey() bool {
+	return c.wr.bytes >= c.wLimit || c.wr.packets >= maxPacketsPerKey || c.rekeyDue.Load()
+}
+
+// checkReadRekey starts a key exchange when the read side has used up
+// its keys.
+func (c *Conn) checkReadRekey() error {
+	if c.rd.bytes < c.rLimit && c.rd.packets < maxPacketsPerKey && !c.rekeyDue.Load() {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.kexPending || c.werr != nil {
+		return nil
+	}
+	return c.sendKexInitLocked()
+}
+
+// Disconnect sends SSH_MSG_DISCONNECT with reason and message, then closes
+// the connection.
+func (c *Conn) Disconnect(reason uint32, message string) error {
+	c.sendDisconnect(reason, message)
+	return c.Close()
+}
+
+func (c *Conn) sendDisconnect(reason uint32, message string) {
+	if c.closed.Load() {
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(disconnectTimeout))
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return
+	}
+	p := wire.AppendUint32([]byte{wire.MsgDisconnect}, reason)
+	p = wire.AppendString(p, message)
+	p = wire.AppendString(p, "")
+	c.writeLocked(p)
+	c.werr = ErrClosed
+	c.wcond.Broadcast()
+}
+
+// fail ends the connection after err: a problem found here is told to the
+// peer with SSH_MSG_DISCONNECT first.
+func (c *Conn) fail(err error) error {
+	var de *DisconnectError
+	if errors.As(err, &de) && !de.FromPeer {
+		c.sendDisconnect(de.Reason, de.Message)
+	}
+	c.Close()
+	return err
+}
+
+// Close closes the connection and releases the ciphers.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		err = c.nc.Close()
+		c.wmu.Lock()
+		if c.werr == nil {
+			c.werr = ErrClosed
+		}
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.wr.c.Close()
+		c.wr.c = noneCipher{}
+		c.queue = nil
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+		go c.releaseReader()
+	})
+	return err
+}
+
+// releaseReader releases the read cipher once ReadPacket has returned.
+func (c *Conn) releaseReader() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr == nil {
+		c.rerr = ErrClosed
+	}
+	c.rd.c.Close()
+	c.rd.c = noneCipher{}
+}

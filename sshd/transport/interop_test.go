@@ -1,0 +1,34 @@
+package transport
+
+import (
+	"testing"
+)
+
+func TestXCryptoClientMatrix(t *testing.T) {
+	ts := newTestServer(t, &Config{KexAlgorithms: SupportedKex()})
+	type combo struct{ cipher, mac string }
+	var combos []combo
+	for _, c := range SupportedCiphers() {
+		if cs := findCipher(c); cs.macBuiltIn {
+			combos = append(combos, combo{c, ""})
+			continue
+		}
+		for _, m := range SupportedMACs() {
+			combos = append(combos, combo{c, m})
+		}
+	}
+	for _, kex := range SupportedKex() {
+		for _, hk := range SupportedHostKeyAlgorithms() {
+			for _, cm := range combos {
+				name := kex + "/" + hk + "/" + cm.cipher + "/" + cm.mac
+				t.Run(name, func(t *testing.T) {
+					cl, _ := ts.dial(t, clientConfig(kex, cm.cipher, cm.mac, hk))
+					ok, reply, err := cl.SendRequest("echo", true, []byte("hello"))
+					if err != nil || !ok || string(reply) != "hello" {
+						t.Fatalf("echo: ok=%v reply=%q err=%v", ok, reply, err)
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package transport
+
+import (
+	"hash"
+
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// kexResult is the outcome of the exchange proper.
+type kexResult struct {
+	H []byte    // exchange hash
+	K []byte    // shared secret, encoded for hashing
+	h hash.Hash // the exchange's hash, reused for key derivation
+}
+
+// handshakeMagics are the inputs of the exchange hash common to every
+// method: V_C, V_S, I_C, I_S.
+type handshakeMagics struct {
+	vC, vS, iC, iS []byte
+}
+
+// parseKexECDHInit decodes SSH_MSG_KEX_ECDH_INIT (and the hybrid
+// SSH_MSG_KEX_HYBRID_INIT, which has the same number and shape).
+func parseKexECDHInit(p []byte) ([]byte, error) {
+	r := wire.NewReader(p)
+	if r.Byte("message") != wire.MsgKexECDHInit {
+		return nil, protocolError("expected KEX_ECDH_INIT, got message %d", p[0])
+	}
+	q := r.Bytes("Q_C")
+	if err := r.Done(); err != nil {
+		return nil, &DisconnectError{Reason: wire.DisconnectProtocolError, Message: "malformed KEX_ECDH_INIT", Err: err}
+	}
+	return q, nil
+}
+
+// agree runs the server side of the key agreement for spec on the
+// client's public value qC, returning Q_S and K (encoded).
+func agree(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
+	if spec.kem != "" {
+		return agreeHybrid(reg, spec, qC)
+	}
+	alg, err := provider.Lookup(spec.agree)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(qC) != alg.PublicKeySize {
+		return nil, nil, kexError(nil, "%s: client public value is %d bytes, want %d", spec.name, len(qC), alg.PublicKeySize)
+	}
+	ka, err := reg.KeyAgreement(spec.agree)
+	if err != nil {
+		return nil, nil, kexError(err, "%s", spec.name)
+	}
+	defer provider.Release(ka)
+	secret, err := ka.SharedSecret(qC)
+	if err != nil {
+		return nil, nil, kexError(err, "%s: client public value rejected", spec.name)
+	}
+	return ka.PublicKey(), wire.AppendMPInt(nil, secret), nil
+}
+
+// agreeHybrid is mlkem768x25519-sha256 (draft-ietf-sshm-mlkem-hybrid-kex):
+// C_INIT = ML-KEM encapsulation key || X25519 public key; S_REPLY =
+// ML-KEM ciphertext || X25519 public key; K = HASH(K_PQ || K_CL), encoded
+// as a string rather than an mpint.
+func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
+	kem, err := provider.Lookup(spec.kem)
+	if err != nil {
+		return nil, nil, err
+	}
+	ec, err := provider.Lookup(spec.agree)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(qC) != kem.PublicKeySize+ec.PublicKeySize {
+		return nil, nil, kexError(nil, "%s: client public value is %d bytes, want %d", spec.name, len(qC), kem.PublicKeySize+ec.PublicKeySize)
+	}
+	kPQ, ct, err := reg.Encapsulate(spec.kem, qC[:kem.PublicKeySize])
+	if err != nil {
+		return nil, nil, kexError(err, "%s: encapsulation key rejected", spec.name)
+	}
+	ka, err := reg.KeyAgreement(spec.agree)
+	if err != nil {
+		return nil, nil, kexError(err, "%s", spec.name)
+	}
+	defer provider.Release(ka)
+	kCL, err := ka.SharedSecret(qC[kem.PublicKeySize:])
+	if err != nil {
+		return nil, nil, kexError(err, "%s: client X25519 key rejected", spec.name)
+	}
+	h, err := reg.Hash(spec.hash)
+	if err != nil {
+		return nil, nil, kexError(err, "%s", spec.name)
+	}
+	h.Write(kPQ)
+	h.Write(kCL)
+	qS = append(append([]byte(nil), ct...), ka.PublicKey()...)
+	return qS, wire.AppendBytes(nil, h.Sum(nil)), nil
+}
+
+// exchangeHash computes H over the magics, K_S, Q_C, Q_S and K.
+func exchangeHash(h hash.Hash, m *handshakeMagics, kS, qC, qS, k []byte) []byte {
+	var b []byte
+	for _, v := range [][]byte{m.vC, m.vS, m.iC, m.iS, kS, qC, qS} {
+		b = wire.AppendBytes(b, v)
+	}
+	b = append(b, k...)
+	h.Reset()
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// serverKex answers the client's KEX_ECDH_INIT in p: it agrees on K,
+// signs H with the host key and returns the reply to send.
+func serverKex(cfg *Server, a *algorithms, m *handshakeMagics, p []byte) (*kexResult, []byte, error) {
+	qC, err := parseKexECDHInit(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	hk := hostKeyFor(cfg.hostKeys, a.hostKey)
+	if hk == nil {
+		return nil, nil, kexError(nil, "no key for host key algorithm %s", a.hostKey)
+	}
+	qS, k, err := agree(cfg.reg, a.kex, qC)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := cfg.reg.Hash(a.kex.hash)
+	if err != nil {
+		return nil, nil, kexError(err, "%s", a.kex.name)
+	}
+	H := exchangeHash(h, m, hk.pub, qC, qS, k)
+	sig, err := hk.sign(cfg.rand, H)
+	if err != nil {
+		return nil, nil, kexError(err, "signing the exchange hash")
+	}
+	reply := []byte{wire.MsgKexECDHReply}
+	reply = wire.AppendBytes(reply, hk.pub)
+	reply = wire.AppendBytes(reply, qS)
+	reply = wire.AppendBytes(reply, sig)
+	return &kexResult{H: H, K: k, h: h}, reply, nil
+}

@@ -1,0 +1,140 @@
+package transport
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Packet size limits. RFC 4253 §6.1 requires 35000 bytes; like OpenSSH we
+// accept packet_length up to 256 KiB.
+const (
+	MaxPacket  = 256 << 10
+	maxTag     = 64
+	minPadding = 4
+	maxPadding = 255
+	// MaxPayload is the largest payload WritePacket accepts.
+	MaxPayload = MaxPacket - 1 - 2*32
+	bufSize    = 4 + MaxPacket + maxTag
+)
+
+// packetReader decodes packets from the peer.
+type packetReader struct {
+	r   *bufio.Reader
+	c   packetCipher
+	seq uint32
+	buf []byte
+	// bytes and packets count traffic since the keys last changed.
+	bytes, packets uint64
+}
+
+func newPacketReader(r *bufio.Reader) *packetReader {
+	return &packetReader{r: r, c: noneCipher{}, buf: make([]byte, bufSize)}
+}
+
+// read returns the next payload; it aliases the reader's buffer until the
+// next call.
+func (p *packetReader) read() ([]byte, error) {
+	if _, err := io.ReadFull(p.r, p.buf[:4]); err != nil {
+		return nil, connLost(err)
+	}
+	n := p.c.decryptLength(p.seq, p.buf[:4])
+	if err := p.checkLength(n); err != nil {
+		return nil, err
+	}
+	pkt := p.buf[:4+int(n)+p.c.tagLen()]
+	if _, err := io.ReadFull(p.r, pkt[4:]); err != nil {
+		return nil, connLost(err)
+	}
+	body, err := p.c.open(p.seq, pkt)
+	if err != nil {
+		return nil, &DisconnectError{Reason: wire.DisconnectMACError, Message: fmt.Sprintf("packet %d failed authentication", p.seq), Err: err}
+	}
+	p.seq++
+	p.packets++
+	p.bytes += uint64(len(pkt))
+	return payloadOf(body)
+}
+
+func (p *packetReader) checkLength(n uint32) error {
+	if n < 1+minPadding+1 || n > MaxPacket {
+		return protocolError("bad packet length %d", n)
+	}
+	a := uint32(p.c.blockLen())
+	if p.c.lengthAligned() {
+		n += 4
+	}
+	if n%a != 0 {
+		return protocolError("packet length %d is not a multiple of the block size %d", n, a)
+	}
+	return nil
+}
+
+// payloadOf strips padding_length and padding from a packet body.
+func payloadOf(body []byte) ([]byte, error) {
+	pad := int(body[0])
+	if pad < minPadding || 1+pad >= len(body) {
+		return nil, protocolError("bad padding length %d in a %d-byte packet", pad, len(body))
+	}
+	return body[1 : len(body)-pad], nil
+}
+
+func connLost(err error) error {
+	return &DisconnectError{Reason: wire.DisconnectConnectionLost, Message: "reading", FromPeer: true, Err: err}
+}
+
+// packetWriter encodes packets to the peer. It is not safe for concurrent
+// use; Conn serializes writers.
+type packetWriter struct {
+	w   io.Writer
+	c   packetCipher
+	seq uint32
+	buf []byte
+	rnd *rand.ChaCha8
+	// bytes and packets count traffic since the keys last changed.
+	bytes, packets uint64
+}
+
+func newPacketWriter(w io.Writer, seed [32]byte) *packetWriter {
+	return &packetWriter{w: w, c: noneCipher{}, buf: make([]byte, bufSize), rnd: rand.NewChaCha8(seed)}
+}
+
+// paddingFor returns the padding length for a payload of n bytes.
+func paddingFor(c packetCipher, n int) int {
+	a := c.blockLen()
+	l := 1 + n
+	if c.lengthAligned() {
+		l += 4
+	}
+	pad := a - l%a
+	if pad < minPadding {
+		pad += a
+	}
+	return pad
+}
+
+// write sends one packet carrying payload.
+func (p *packetWriter) write(payload []byte) error {
+	if len(payload) == 0 || len(payload) > MaxPayload {
+		return fmt.Errorf("transport: payload of %d bytes out of range", len(payload))
+	}
+	pad := paddingFor(p.c, len(payload))
+	length := 1 + len(payload) + pad
+	pkt := p.buf[:4+length]
+	binary.BigEndian.PutUint32(pkt, uint32(length))
+	pkt[4] = byte(pad)
+	copy(pkt[5:], payload)
+	p.rnd.Read(pkt[5+len(payload):])
+	out := p.c.seal(p.seq, pkt)
+	p.seq++
+	p.packets++
+	p.bytes += uint64(len(out))
+	if _, err := p.w.Write(out); err != nil {
+		return fmt.Errorf("transport: write: %w", err)
+	}
+	return nil
+}

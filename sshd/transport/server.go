@@ -1,0 +1,163 @@
+package transport
+
+import (
+	"crypto"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/offload/offload/provider"
+)
+
+// Config configures the server side of the transport. Nil algorithm
+// lists take the defaults.
+type Config struct {
+	// Registry supplies every primitive; required.
+	Registry *provider.Registry
+	// HostKeys are the host keys (file keys, token keys); at least one.
+	HostKeys []crypto.Signer
+
+	Ciphers           []string // default: DefaultCiphers(Registry)
+	MACs              []string // default: DefaultMACs()
+	KexAlgorithms     []string // default: DefaultKex()
+	HostKeyAlgorithms []string // default: DefaultHostKeyAlgorithms()
+	// ServerSigAlgs is announced in EXT_INFO; default DefaultServerSigAlgs.
+	ServerSigAlgs []string
+
+	// Version is the identification string; default DefaultVersion.
+	Version string
+
+	// RekeyBytes, when positive, caps the bytes sent or received under one
+	// set of keys; the cipher's RFC 4344 limit applies otherwise.
+	RekeyBytes uint64
+	// RekeyInterval is the time between key exchanges; 0 means one hour,
+	// negative means never.
+	RekeyInterval time.Duration
+
+	// Rand is the randomness for signatures and padding; default crypto/rand.
+	Rand   io.Reader
+	Logger *slog.Logger
+}
+
+// Server holds the checked configuration shared by connections.
+type Server struct {
+	reg      *provider.Registry
+	hostKeys []hostKey
+	offer    offer
+	sigAlgs  []string
+	version  []byte
+	rekeyB   uint64
+	rekeyT   time.Duration
+	rand     io.Reader
+	log      *slog.Logger
+}
+
+// offer is the server's algorithm lists.
+type offer struct {
+	kex, hostKeys, ciphers, macs []string
+}
+
+// NewServer checks cfg and prepares the host keys.
+func NewServer(cfg *Config) (*Server, error) {
+	if cfg.Registry == nil {
+		return nil, errors.New("transport: Config.Registry is required")
+	}
+	s := &Server{reg: cfg.Registry, rekeyB: cfg.RekeyBytes, rand: cfg.Rand, log: cfg.Logger}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.setOffer(cfg); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.hostKeys, err = newHostKeys(cfg.HostKeys, s.offer.hostKeys); err != nil {
+		return nil, err
+	}
+	s.offer.hostKeys = s.offer.hostKeys[:0]
+	for _, hk := range s.hostKeys {
+		s.offer.hostKeys = append(s.offer.hostKeys, hk.alg)
+	}
+	if s.version, err = versionLine(or(cfg.Version, DefaultVersion)); err != nil {
+		return nil, err
+	}
+	s.sigAlgs = orList(cfg.ServerSigAlgs, DefaultServerSigAlgs)
+	s.rekeyT = cfg.RekeyInterval
+	if s.rekeyT == 0 {
+		s.rekeyT = time.Hour
+	}
+	return s, nil
+}
+
+func (s *Server) setOffer(cfg *Config) error {
+	s.offer = offer{
+		kex:      orList(cfg.KexAlgorithms, DefaultKex()),
+		hostKeys: orList(cfg.HostKeyAlgorithms, DefaultHostKeyAlgorithms()),
+		ciphers:  orList(cfg.Ciphers, nil),
+		macs:     orList(cfg.MACs, DefaultMACs()),
+	}
+	if s.offer.ciphers == nil {
+		s.offer.ciphers = DefaultCiphers(cfg.Registry)
+	}
+	checks := []struct {
+		what  string
+		names []string
+		known func(string) bool
+	}{
+		{"key exchange", s.offer.kex, func(n string) bool { return findKex(n) != nil }},
+		{"host key algorithm", s.offer.hostKeys, func(n string) bool { return findHostKey(n) != nil }},
+		{"cipher", s.offer.ciphers, func(n string) bool { return findCipher(n) != nil }},
+		{"MAC", s.offer.macs, func(n string) bool { return findMAC(n) != nil }},
+	}
+	for _, c := range checks {
+		if len(c.names) == 0 {
+			return fmt.Errorf("transport: empty %s list", c.what)
+		}
+		for _, n := range c.names {
+			if !c.known(n) {
+				return fmt.Errorf("transport: unknown %s %q", c.what, n)
+			}
+		}
+	}
+	return nil
+}
+
+// Offer returns the algorithm lists the server sends, for logs and
+// `sshd -T`.
+func (s *Server) Offer() (kex, hostKeys, ciphers, macs []string) {
+	return slices.Clone(s.offer.kex), slices.Clone(s.offer.hostKeys), slices.Clone(s.offer.ciphers), slices.Clone(s.offer.macs)
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func orList(v, def []string) []string {
+	if len(v) == 0 {
+		return slices.Clone(def)
+	}
+	return slices.Clone(v)
+}
+
+// rekeyLimit is the byte limit for keys of cs: RFC 4344 §3.2 suggests
+// 2^(L/4) blocks of L bits; like OpenSSH, ciphers with small blocks get
+// 1 GiB. A configured limit lowers it.
+func (s *Server) rekeyLimit(cs *cipherSpec) uint64 {
+	limit := uint64(1) << 30
+	if cs.rekeyBlock >= 16 {
+		limit = (uint64(1) << (cs.rekeyBlock * 2)) * uint64(cs.rekeyBlock)
+	}
+	if s.rekeyB > 0 && s.rekeyB < limit {
+		limit = s.rekeyB
+	}
+	return limit
+}
