@@ -217,3 +217,20 @@ func (r *Registry) Measure(name string) (Measurement, error) {
 	}
 	return r.cal.Measure(alg, ex.ranked[0])
 }
+
+// RankAlgorithms orders names (algorithms of one family) by the measured
+// speed of the provider that would serve each, fastest first; ties and
+// algorithms that cannot be measured keep their given order, behind the
+// measured ones. The SSH server orders its cipher offer with it, so that
+// AES-GCM comes first only where the AES-GCM that would serve is fast.
+func (r *Registry) RankAlgorithms(names []string) []string {
+	scores := make(map[string]float64, len(names))
+	for _, n := range names {
+		if m, err := r.Measure(n); err == nil {
+			scores[n] = m.Score()
+		}
+	}
+	out := append([]string(nil), names...)
+	sort.SliceStable(out, func(i, j int) bool { return scores[out[i]] > scores[out[j]] })
+	return out
+}
