@@ -222,9 +222,9 @@ var x25519LowOrder = []string{
 	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // p-1
 	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // p
 	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // p+1
-	"0000000000000000000000000000000000000000000000000000000000000080", // 0 with bit 255 set
-	"cdeb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b880", // order 8 + p, bit 255 set
-	"4c9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f11d7", // order 8 + p, bit 255 set
+	"0000000000000000000000000000000000000000000000000000000000000080", // 0 with bit 255 set (X25519 ignores it)
+	"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b880", // order 8 with bit 255 set
+	"5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f11d7", // order 8 with bit 255 set
 }
 
 func hexOf(s string) string {
