@@ -155,6 +155,9 @@ func (p *Provider) NewKeyStream(alg *provider.Algorithm, key []byte) (provider.K
 // XORKeyStreamAt panics on a nonce of the wrong size, a broken invariant of
 // the caller (the catalog fixes the size).
 func (k *keyStream) XORKeyStreamAt(dst, src, nonce []byte, counter uint32) {
+	if len(nonce) != chacha20.NonceSize {
+		panic("software: chacha20 needs a 12-byte nonce")
+	}
 	c, err := chacha20.NewUnauthenticatedCipher(k.key[:], nonce)
 	if err != nil {
 		panic("software: chacha20: " + err.Error())
@@ -189,6 +192,9 @@ func (p *Provider) NewOneTimeMAC(alg *provider.Algorithm) (provider.OneTimeMAC, 
 
 // Sum panics when out or key have the wrong size: the catalog fixes them.
 func (poly) Sum(out, msg, key []byte) {
+	if len(out) != poly1305.TagSize || len(key) != 32 {
+		panic("software: poly1305 needs a 16-byte output and a 32-byte key")
+	}
 	poly1305.Sum((*[poly1305.TagSize]byte)(out), msg, (*[32]byte)(key))
 }
 
