@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/offload/offload/sshd/transport"
 )
 
 // AlgList names one of the algorithm lists an sshd_config sets.
@@ -19,19 +21,19 @@ const (
 
 type algTable struct {
 	keyword string
-	// supported is every name offload's transport implements, in the
-	// default preference order; those in disabled are off by default.
-	supported []string
-	disabled  []string
+	// supported is every name offload's transport implements, in its
+	// table order; def is the default offer.
+	supported, def []string
 	// primitives maps an SSH name to the catalog algorithms that carry it.
 	primitives map[string][]string
 }
 
+// The lists come from the transport, so that the configuration accepts
+// exactly what the server implements. The cipher default is the table
+// order; the server reorders it by calibration unless Ciphers is set.
 var algTables = map[AlgList]*algTable{
 	CipherList: {
-		keyword: "Ciphers",
-		supported: []string{"chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com",
-			"aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"},
+		keyword: "Ciphers", supported: transport.SupportedCiphers(), def: transport.DefaultCiphers(nil),
 		primitives: map[string][]string{
 			"chacha20-poly1305@openssh.com": {"chacha20", "poly1305"},
 			"aes128-gcm@openssh.com":        {"aes128-gcm"},
@@ -41,10 +43,7 @@ var algTables = map[AlgList]*algTable{
 		},
 	},
 	KexList: {
-		keyword: "KexAlgorithms",
-		supported: []string{"mlkem768x25519-sha256", "curve25519-sha256", "curve25519-sha256@libssh.org",
-			"ecdh-sha2-nistp256", "ecdh-sha2-nistp384"},
-		disabled: []string{"ecdh-sha2-nistp256", "ecdh-sha2-nistp384"},
+		keyword: "KexAlgorithms", supported: transport.SupportedKex(), def: transport.DefaultKex(),
 		primitives: map[string][]string{
 			"mlkem768x25519-sha256":        {"ml-kem-768", "x25519", "sha256"},
 			"curve25519-sha256":            {"x25519", "sha256"},
@@ -54,20 +53,14 @@ var algTables = map[AlgList]*algTable{
 		},
 	},
 	MACList: {
-		keyword: "MACs",
-		supported: []string{"hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com",
-			"hmac-sha2-256", "hmac-sha2-512"},
+		keyword: "MACs", supported: transport.SupportedMACs(), def: transport.DefaultMACs(),
 		primitives: map[string][]string{
 			"hmac-sha2-256-etm@openssh.com": {"hmac-sha256"},
 			"hmac-sha2-512-etm@openssh.com": {"hmac-sha512"},
-			"hmac-sha2-256":                 {"hmac-sha256"},
-			"hmac-sha2-512":                 {"hmac-sha512"},
 		},
 	},
 	HostKeyAlgList: {
-		keyword: "HostKeyAlgorithms",
-		supported: []string{"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-			"rsa-sha2-512", "rsa-sha2-256"},
+		keyword: "HostKeyAlgorithms", supported: transport.SupportedHostKeyAlgorithms(), def: transport.DefaultHostKeyAlgorithms(),
 		primitives: map[string][]string{
 			"ssh-ed25519":         {"ed25519"},
 			"ecdsa-sha2-nistp256": {"ecdsa-p256-sha256"},
@@ -85,16 +78,7 @@ func Supported(list AlgList) []string { return slices.Clone(algTables[list].supp
 // DefaultAlgorithms returns the list used when the configuration does not
 // set one: the supported names less those off by default (the NIST-curve
 // key exchanges, which scanners flag).
-func DefaultAlgorithms(list AlgList) []string {
-	t := algTables[list]
-	var out []string
-	for _, n := range t.supported {
-		if !slices.Contains(t.disabled, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func DefaultAlgorithms(list AlgList) []string { return slices.Clone(algTables[list].def) }
 
 // Primitives returns the catalog algorithms (provider package names) that
 // carry the SSH algorithm name, or nil when the name is unknown.

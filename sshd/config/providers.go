@@ -1,28 +1,19 @@
 package config
 
 import (
-	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
-// checkPKCS11URI does the checks that need no PKCS #11 code: the scheme,
-// percent escapes, no blanks. The provider parses the URI fully when it
-// opens the key (offload sshd -t does).
+// checkPKCS11URI parses a pkcs11: URI (RFC 7512) without loading any
+// module; the provider opens the token and key later (offload sshd -t
+// does).
 func checkPKCS11URI(s string) error {
-	if !strings.HasPrefix(strings.ToLower(s), "pkcs11:") {
-		return fmt.Errorf("%q is not a pkcs11: URI", provider.RedactRef(s))
-	}
-	if strings.ContainsAny(s, " \t") {
-		return fmt.Errorf("%q: blanks in a pkcs11: URI must be written %%20", provider.RedactRef(s))
-	}
-	for part := range strings.SplitSeq(s[len("pkcs11:"):], "?") {
-		if _, err := url.PathUnescape(part); err != nil {
-			return fmt.Errorf("%q: bad percent escape", provider.RedactRef(s))
-		}
+	if _, err := uri.Parse(s); err != nil {
+		return err
 	}
 	return nil
 }
