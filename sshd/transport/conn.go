@@ -38,7 +38,8 @@ type Conn struct {
 	sessionID []byte
 	strict    bool // kex-strict negotiated
 	extInfo   bool // the client asked for EXT_INFO
-	kexCount  int
+	kexCount  int  // completed exchanges, owned by the reader
+	kexDone   int  // copy of kexCount guarded by wmu
 
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
@@ -88,6 +89,16 @@ func (c *Conn) ClientVersion() string { return string(c.magic.vC) }
 
 // RemoteAddr returns the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// LocalAddr returns the server's address of the connection.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// KexCount returns the number of completed key exchanges.
+func (c *Conn) KexCount() int {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.kexDone
+}
 
 // ReadPacket returns the next payload that is not a transport message. Key
 // re-exchanges started by either side are run here.

@@ -263,6 +263,7 @@ func (c *Conn) finishKex() {
 	c.rekeyDue.Store(false)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.kexDone = c.kexCount
 	c.kexPending = false
 	c.ourInit = nil
 	q := c.queue

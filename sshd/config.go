@@ -1,0 +1,135 @@
+package sshd
+
+import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/cpu"
+	"github.com/offload/offload/providers/software"
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/transport"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultLoginGraceTime = 2 * time.Minute
+	DefaultMaxStartups    = 10
+)
+
+// Config configures a Server. The zero value is useful (see the package
+// documentation); a Config must not be modified after NewServer.
+type Config struct {
+	// Registry supplies every primitive; nil means the software and CPU
+	// providers with policy "fastest".
+	Registry *provider.Registry
+	// HostKeys are the host keys, usually from Registry.Signer (files or
+	// pkcs11: URIs); nil means one ephemeral Ed25519 key.
+	HostKeys []crypto.Signer
+
+	// Algorithm lists as in sshd_config; nil means the defaults of
+	// sshd/transport.
+	Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms []string
+
+	// RekeyLimit caps the bytes under one set of keys (0: the cipher's
+	// limit); RekeyInterval is the time between key exchanges (0: one
+	// hour, negative: never).
+	RekeyLimit    uint64
+	RekeyInterval time.Duration
+
+	// LoginGraceTime bounds the handshake and user authentication (0:
+	// DefaultLoginGraceTime, negative: no limit).
+	LoginGraceTime time.Duration
+	// MaxStartups bounds connections not yet authenticated; more are
+	// dropped (0: DefaultMaxStartups, negative: no limit).
+	MaxStartups int
+
+	// Version is the identification string (default transport.DefaultVersion).
+	Version string
+
+	// Auth is the user authentication policy (nil: auth's defaults).
+	Auth *auth.Config
+
+	// Logger receives one line per connection event; nil discards.
+	Logger *slog.Logger
+}
+
+// settings is a Config with defaults applied.
+type settings struct {
+	Config
+	log *slog.Logger
+}
+
+func (c *Config) settings() (*settings, error) {
+	s := &settings{Config: *c, log: c.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.Registry == nil {
+		reg, err := defaultRegistry(s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.Registry = reg
+	}
+	if len(s.HostKeys) == 0 {
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("sshd: ephemeral host key: %w", err)
+		}
+		s.log.Warn("sshd: no host key configured, using an ephemeral Ed25519 key")
+		s.HostKeys = []crypto.Signer{k}
+	}
+	if s.LoginGraceTime == 0 {
+		s.LoginGraceTime = DefaultLoginGraceTime
+	}
+	if s.MaxStartups == 0 {
+		s.MaxStartups = DefaultMaxStartups
+	}
+	return s, nil
+}
+
+func defaultRegistry(log *slog.Logger) (*provider.Registry, error) {
+	reg := provider.New(provider.Config{Logger: log})
+	for _, p := range []provider.Provider{cpu.New(cpu.Detect()), software.New()} {
+		if err := reg.Register(p); err != nil {
+			return nil, fmt.Errorf("sshd: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+func (s *settings) transportConfig() *transport.Config {
+	return &transport.Config{
+		Registry: s.Registry, HostKeys: s.HostKeys,
+		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
+		ServerSigAlgs: serverSigAlgs(s.Auth),
+		Version:       s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
+		Logger: s.log,
+	}
+}
+
+// serverSigAlgs are the plain (non-certificate) public key algorithms
+// auth accepts, for EXT_INFO server-sig-algs.
+func serverSigAlgs(a *auth.Config) []string {
+	algs := auth.DefaultPublicKeyAlgorithms
+	if a != nil && len(a.PublicKeyAlgorithms) > 0 {
+		algs = a.PublicKeyAlgorithms
+	}
+	var out []string
+	for _, n := range algs {
+		if !isCertAlgo(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func isCertAlgo(n string) bool {
+	const suffix = "-cert-v01@openssh.com"
+	return len(n) > len(suffix) && n[len(n)-len(suffix):] == suffix
+}

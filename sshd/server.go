@@ -1,0 +1,299 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/transport"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("sshd: server closed")
+
+// Server is an SSH server. Create it with NewServer.
+type Server struct {
+	cfg *settings
+	tr  *transport.Server
+	log *slog.Logger
+
+	ctx    context.Context // cancelled to end every connection
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closing   bool
+	wg        sync.WaitGroup
+
+	startups atomic.Int64 // connections not yet authenticated
+	nextID   atomic.Uint64
+}
+
+// NewServer checks cfg and prepares the host keys and algorithm lists.
+func NewServer(cfg *Config) (*Server, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	st, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	if st.Auth != nil {
+		if err := st.Auth.Validate(); err != nil {
+			return nil, fmt.Errorf("sshd: %w", err)
+		}
+	}
+	tr, err := transport.NewServer(st.transportConfig())
+	if err != nil {
+		return nil, fmt.Errorf("sshd: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{cfg: st, tr: tr, log: st.log, ctx: ctx, cancel: cancel,
+		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}, nil
+}
+
+// Transport returns the transport server, for its algorithm offer.
+func (s *Server) Transport() *transport.Server { return s.tr }
+
+// Serve accepts connections on l until Shutdown, serving each in its own
+// goroutine. It returns ErrServerClosed after Shutdown, or the accept
+// error that stopped it.
+func (s *Server) Serve(l net.Listener) error {
+	if !s.track(l) {
+		l.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(l)
+	var delay time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosing() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = backoff(delay)
+				s.log.Warn("sshd: accept", "err", err, "retry_in", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("sshd: accept: %w", err)
+		}
+		delay = 0
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.ServeConn(nc)
+		}()
+	}
+}
+
+func backoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*d, time.Second)
+}
+
+func (s *Server) track(l net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.listeners[l] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(l net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.listeners, l)
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// Shutdown stops accepting, waits for connections to end until ctx is
+// done, then disconnects the remaining ones and waits for them to finish.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+	}
+	s.disconnectAll()
+	s.cancel()
+	<-done
+	return ctx.Err()
+}
+
+func (s *Server) disconnectAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.disconnect(wire.DisconnectByApplication, "server shutting down")
+	}
+}
+
+// admit counts c as a connection of the server; false once shutting down.
+func (s *Server) admit(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// ServeConn serves one connection and returns when it has ended. It
+// closes nc. It is what Serve runs for each accepted connection, and what
+// an inetd-style caller runs on its one connection.
+func (s *Server) ServeConn(nc net.Conn) {
+	c := &conn{srv: s, nc: nc, id: s.nextID.Add(1)}
+	c.log = s.log.With("conn", c.id, "remote", remoteString(nc))
+	defer c.recoverPanic()
+	defer nc.Close()
+	if !s.admit(c) {
+		return
+	}
+	defer s.forget(c)
+	c.serve()
+}
+
+func remoteString(nc net.Conn) string {
+	if a := nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return "unknown"
+}
+
+// startup takes a MaxStartups slot; release gives it back.
+func (s *Server) startup() (release func(), ok bool) {
+	n := s.startups.Add(1)
+	if s.cfg.MaxStartups > 0 && n > int64(s.cfg.MaxStartups) {
+		s.startups.Add(-1)
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.startups.Add(-1) }) }, true
+}
+
+// conn is one client connection.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	id  uint64
+	log *slog.Logger
+
+	mu sync.Mutex
+	tc *transport.Conn
+}
+
+func (c *conn) recoverPanic() {
+	if r := recover(); r != nil {
+		c.log.Error("sshd: panic serving connection", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		c.nc.Close()
+	}
+}
+
+func (c *conn) disconnect(reason uint32, msg string) {
+	c.mu.Lock()
+	tc := c.tc
+	c.mu.Unlock()
+	if tc != nil {
+		tc.Disconnect(reason, msg)
+		return
+	}
+	c.nc.Close()
+}
+
+func (c *conn) serve() {
+	release, ok := c.srv.startup()
+	if !ok {
+		c.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", c.srv.cfg.MaxStartups)
+		return
+	}
+	defer release()
+	start := time.Now()
+	if g := c.srv.cfg.LoginGraceTime; g > 0 {
+		c.nc.SetDeadline(start.Add(g))
+	}
+	tc, err := c.srv.tr.Handshake(c.nc)
+	if err != nil {
+		c.logEnd("handshake", err)
+		return
+	}
+	c.mu.Lock()
+	c.tc = tc
+	c.mu.Unlock()
+	c.log.Debug("sshd: key exchange done", "client_version", tc.ClientVersion(), "elapsed", time.Since(start))
+	c.afterKex(tc, release)
+}
+
+// afterKex runs user authentication and then the connection protocol.
+func (c *conn) afterKex(tc *transport.Conn, release func()) {
+	ctx, cancel := context.WithCancel(c.srv.ctx)
+	defer cancel()
+	p, err := auth.Run(ctx, tc, c.srv.cfg.Auth, c.nc.RemoteAddr())
+	if err != nil {
+		c.logEnd("authentication", err)
+		tc.Close()
+		return
+	}
+	release()
+	c.nc.SetDeadline(time.Time{})
+	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
+	err = serveConnection(ctx, tc, p, c)
+	c.logEnd("session", err)
+	tc.Close()
+}
+
+// logEnd logs how a connection ended, naming the cause.
+func (c *conn) logEnd(phase string, err error) {
+	var de *transport.DisconnectError
+	switch {
+	case err == nil:
+		c.log.Info("sshd: connection closed", "phase", phase)
+	case errors.As(err, &de) && de.FromPeer:
+		c.log.Info("sshd: peer disconnected", "phase", phase, "reason", transport.ReasonString(de.Reason), "err", err)
+	case errors.As(err, &de):
+		c.log.Warn("sshd: disconnected peer", "phase", phase, "reason", transport.ReasonString(de.Reason), "err", err)
+	case errors.Is(err, context.Canceled):
+		c.log.Info("sshd: connection ended by shutdown", "phase", phase)
+	default:
+		c.log.Warn("sshd: connection failed", "phase", phase, "err", err)
+	}
+}
