@@ -34,6 +34,7 @@ func cmdProviders(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlagSet("providers", stderr)
 	verbose := fs.Bool("v", false, "show capabilities with flags, candidates and measurements")
 	asJSON := fs.Bool("json", false, "print as JSON")
+	recal := fs.Bool("calibrate", false, "measure every provider again and replace the cached results")
 	var rf registryFlags
 	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -48,6 +49,12 @@ func cmdProviders(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer reg.Close()
+	if *recal {
+		fmt.Fprintln(stderr, "calibrating every provider and algorithm...")
+		if err := reg.Calibrator().Remeasure(ctx, nil, reg.Providers()); err != nil {
+			return err
+		}
+	}
 	rep := providersReport{Build: currentBuild(f), Policy: reg.Policy().String()}
 	for _, p := range reg.Providers() {
 		rep.Providers = append(rep.Providers, viewOf(p, *verbose || *asJSON))
