@@ -1,0 +1,239 @@
+package pkcs11
+
+import (
+	"errors"
+	"fmt"
+	"github.com/offload/offload/providers/pkcs11/uri"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// DefaultName is the provider name when Config.Name is empty.
+const DefaultName = "pkcs11"
+
+// PINEnv is the environment variable read for a PIN when neither the URI
+// nor the Config gives one.
+const PINEnv = "OFFLOAD_PKCS11_PIN"
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxSessions    = 4
+	DefaultWaitTimeout    = 5 * time.Second
+	DefaultHealthInterval = 5 * time.Second
+)
+
+// Config configures a PKCS #11 provider over one module and one or more
+// of its tokens.
+type Config struct {
+	// Name is the provider's name in the registry; "pkcs11" when empty.
+	Name string
+	// ModulePath is the module's path, or a bare module name ("softhsm2")
+	// looked up as RFC 7512's module-name is. Empty: the first token URI's
+	// module-path or module-name.
+	ModulePath string
+	// Tokens are pkcs11: URIs selecting the tokens to use, matched before
+	// any login. Each may carry its own pin-source, pin-value and
+	// max-sessions. Empty: every initialized token of the module.
+	Tokens []*uri.URI
+	// PINSource is a file holding the user PIN (a path or file: URI), used
+	// for tokens whose URI gives none.
+	PINSource string
+	// PIN is the user PIN itself. Prefer PINSource or the environment:
+	// a PIN in a config file or on a command line is easily seen.
+	PIN string
+	// PINEnv names the environment variable holding the PIN;
+	// OFFLOAD_PKCS11_PIN when empty.
+	PINEnv string
+	// PINPrompt, when set, is asked for a PIN no other source gives.
+	PINPrompt func(token string) (string, error)
+	// MaxSessions bounds each token's session pool (DefaultMaxSessions);
+	// a token URI's max-sessions overrides it.
+	MaxSessions int
+	// WaitTimeout bounds the wait for a free session (DefaultWaitTimeout).
+	WaitTimeout time.Duration
+	// HealthInterval is how often each token is probed
+	// (DefaultHealthInterval); negative turns the probe off.
+	HealthInterval time.Duration
+	// Failover maps a token label to the label of a second token that
+	// holds the same keys; signers move there when the first is lost.
+	Failover map[string]string
+	// NoFallback makes an AEAD whose token fails in the middle of a
+	// connection report the failure (Seal panics, Open errs) instead of
+	// finishing the connection in Go with the same key.
+	NoFallback bool
+	// Logger receives fault and recovery reports; PINs never reach it.
+	Logger *slog.Logger
+
+	// testHooks, in tests, wraps the module's function table to inject faults.
+	testHooks *testHooks
+}
+
+// ConfigFromURI returns a Config for the single token a URI names (with
+// its module and PIN attributes).
+func ConfigFromURI(s string) (Config, error) {
+	u, err := uri.Parse(s)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Tokens: []*uri.URI{u.TokenOnly()}}, nil
+}
+
+func (c *Config) name() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return DefaultName
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// ModuleDirs are searched, in order, for a module named by module-name.
+var ModuleDirs = []string{
+	"/usr/lib/" + multiarch() + "/pkcs11",
+	"/usr/lib/" + multiarch() + "/softhsm",
+	"/usr/lib/softhsm",
+	"/usr/lib/" + multiarch(),
+	"/usr/lib64/pkcs11",
+	"/usr/lib64",
+	"/usr/lib/pkcs11",
+	"/usr/lib",
+	"/usr/local/lib/softhsm",
+	"/usr/local/lib",
+	"/opt/homebrew/lib/softhsm",
+}
+
+// p11KitModuleDirs hold p11-kit's module files ("NAME.module", with a
+// "module:" line), which name modules the way module-name does.
+var p11KitModuleDirs = []string{"/etc/pkcs11/modules", "/usr/share/p11-kit/modules"}
+
+func multiarch() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64-linux-gnu"
+	case "arm64":
+		return "aarch64-linux-gnu"
+	}
+	return runtime.GOARCH + "-linux-gnu"
+}
+
+// ResolveModule turns a module path or bare module name into a path that
+// exists. A name is looked up as p11-kit does (NAME.module files), then as
+// NAME.so or libNAME.so in ModuleDirs.
+func ResolveModule(nameOrPath string) (string, error) {
+	if nameOrPath == "" {
+		return "", errors.New("pkcs11: no module given (set a module path, or module-path/module-name in the URI)")
+	}
+	if strings.ContainsRune(nameOrPath, '/') {
+		if _, err := os.Stat(nameOrPath); err != nil {
+			return "", fmt.Errorf("pkcs11: module %s: %w", nameOrPath, err)
+		}
+		return nameOrPath, nil
+	}
+	name := strings.TrimSuffix(nameOrPath, ".so")
+	for _, dir := range p11KitModuleDirs {
+		if p := moduleFromP11KitFile(filepath.Join(dir, name+".module")); p != "" {
+			return p, nil
+		}
+	}
+	var tried []string
+	for _, dir := range ModuleDirs {
+		for _, f := range []string{name + ".so", "lib" + name + ".so"} {
+			p := filepath.Join(dir, f)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+			tried = append(tried, p)
+		}
+	}
+	return "", fmt.Errorf("pkcs11: module-name %q not found (looked for %s.module in %s and in %d places such as %s)",
+		nameOrPath, name, strings.Join(p11KitModuleDirs, ", "), len(tried), tried[0])
+}
+
+func moduleFromP11KitFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) != "module" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if !strings.HasPrefix(v, "/") {
+			for _, dir := range ModuleDirs {
+				if _, err := os.Stat(filepath.Join(dir, v)); err == nil {
+					return filepath.Join(dir, v)
+				}
+			}
+			return ""
+		}
+		if _, err := os.Stat(v); err == nil {
+			return v
+		}
+	}
+	return ""
+}
+
+// ReadPINSource reads a PIN from a pin-source: a file path or a file: URI.
+// One trailing newline is removed.
+func ReadPINSource(src string) (string, error) {
+	path := src
+	if rest, ok := strings.CutPrefix(src, "file:"); ok {
+		path = strings.TrimPrefix(rest, "//")
+		if !strings.HasPrefix(path, "/") && strings.HasPrefix(rest, "//") {
+			return "", fmt.Errorf("pkcs11: pin-source %q: only local file: URIs are supported", src)
+		}
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
+	} else if strings.Contains(src, ":") && !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, ".") {
+		return "", fmt.Errorf("pkcs11: pin-source %q: only files are supported (a path or file: URI)", src)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("pkcs11: pin-source: %w", err)
+	}
+	pin := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if pin == "" {
+		return "", fmt.Errorf("pkcs11: pin-source %s is empty", path)
+	}
+	return pin, nil
+}
+
+// resolvePIN finds the PIN for a token: its URI's pin-value or pin-source,
+// then the Config's PIN or PINSource, then the environment, then the prompt.
+// It returns "" with no error when there is none (the token may need none).
+func (c *Config) resolvePIN(u *uri.URI, token string) (string, error) {
+	switch {
+	case u != nil && u.PINValue != "":
+		return u.PINValue, nil
+	case u != nil && u.PINSource != "":
+		return ReadPINSource(u.PINSource)
+	case c.PIN != "":
+		return c.PIN, nil
+	case c.PINSource != "":
+		return ReadPINSource(c.PINSource)
+	}
+	env := c.PINEnv
+	if env == "" {
+		env = PINEnv
+	}
+	if v := os.Getenv(env); v != "" {
+		return v, nil
+	}
+	if c.PINPrompt != nil {
+		return c.PINPrompt(token)
+	}
+	return "", nil
+}

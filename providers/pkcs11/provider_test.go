@@ -1,0 +1,406 @@
+//go:build cgo && !nopkcs11
+
+package pkcs11
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/provider/providertest"
+	"github.com/offload/offload/providers/pkcs11/uri"
+)
+
+// open opens a provider on a fresh token and closes it when the test ends.
+func open(t *testing.T, label string, cfg Config) (*Provider, *softhsmtest.Token) {
+	t.Helper()
+	tok := softhsmtest.NewToken(t, label)
+	if cfg.HealthInterval == 0 {
+		cfg.HealthInterval = -1
+	}
+	p, err := OpenURI(tok.TokenURI(), cfg)
+	if err != nil {
+		t.Fatalf("OpenURI: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p, tok
+}
+
+func TestOpenCapabilities(t *testing.T) {
+	p, tok := open(t, "caps", Config{})
+	want := []string{"aes128-gcm", "aes256-gcm", "ed25519", "ecdsa-p256-sha256", "ecdsa-p384-sha384",
+		"rsa-pkcs1v15-sha256", "rsa-pss-sha256", "ecdh-p256", "ecdh-p384"}
+	for _, alg := range want {
+		if !provider.Supports(p, alg, 0) {
+			t.Errorf("SoftHSM token: capability %s missing; have %v", alg, p.Capabilities())
+		}
+	}
+	if !provider.Supports(p, "ed25519", provider.OpSign|provider.OpGenerate) {
+		t.Errorf("ed25519 should list sign and generate")
+	}
+	if provider.Supports(p, "chacha20-poly1305", 0) {
+		t.Errorf("chacha20-poly1305 listed although no PKCS #11 mechanism maps to it")
+	}
+	// SoftHSM sets no CKF_HW: no capability is flagged hardware.
+	for _, c := range p.Capabilities() {
+		if c.Flags&provider.FlagHardware != 0 {
+			t.Errorf("%s flagged hardware on SoftHSM", c.Algorithm)
+		}
+	}
+	ms := p.Mechanisms()
+	if len(ms) == 0 || ms[0].Token != tok.Label || ms[0].Mechanism == "" {
+		t.Errorf("Mechanisms() = %+v", ms)
+	}
+	if raw := p.RawMechanisms()[tok.Label]; len(raw) < 10 {
+		t.Errorf("RawMechanisms lists %d mechanisms", len(raw))
+	}
+	ts := p.Tokens()
+	if len(ts) != 1 || ts[0].Label != tok.Label || ts[0].Serial == "" {
+		t.Errorf("Tokens() = %+v", ts)
+	}
+	if id := p.Identity(); !strings.Contains(id, ts[0].Serial) || !strings.Contains(id, "softhsm") {
+		t.Errorf("Identity() = %q: want module and serial", id)
+	}
+	h := p.Health()
+	if len(h) != 1 || !h[0].Up || h[0].Max != DefaultMaxSessions {
+		t.Errorf("Health() = %+v", h)
+	}
+}
+
+// TestConformance runs the project's conformance suite: every AEAD, every
+// signature algorithm through generated session keys, and ECDH.
+func TestConformance(t *testing.T) {
+	// The suite makes AEADs without releasing them: a pool big enough for all.
+	p, _ := open(t, "conformance", Config{MaxSessions: 256})
+	providertest.TestProvider(t, p)
+}
+
+// TestTokenKeys generates, opens, lists and deletes token keys of every
+// type and runs the signer suite on keys opened by URI.
+func TestTokenKeys(t *testing.T) {
+	p, tok := open(t, "tokenkeys", Config{})
+	ctx := context.Background()
+	algs := map[KeyType][]string{
+		Ed25519:   {"ed25519"},
+		ECDSAP256: {"ecdsa-p256-sha256"},
+		ECDSAP384: {"ecdsa-p384-sha384"},
+		RSA2048:   {"rsa-pkcs1v15-sha256", "rsa-pkcs1v15-sha512", "rsa-pss-sha256", "rsa-pss-sha512"},
+	}
+	for _, kt := range []KeyType{Ed25519, ECDSAP256, ECDSAP384, RSA2048} {
+		t.Run(string(kt), func(t *testing.T) {
+			ref := tok.URI("key-" + string(kt))
+			u := uri.MustParse(ref)
+			s, err := p.Generate(ctx, u, kt)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			if got, _ := KeyTypeOf(s.Public()); got != kt {
+				t.Errorf("generated key is %s, want %s", got, kt)
+			}
+			if _, err := p.Generate(ctx, u, kt); err == nil || !strings.Contains(err.Error(), "already exists") {
+				t.Errorf("second Generate with the same label: %v, want 'already exists'", err)
+			}
+			opened, err := p.Signer(ctx, ref)
+			if err != nil {
+				t.Fatalf("Signer(%s): %v", ref, err)
+			}
+			if !samePublic(opened.Public(), s.Public()) {
+				t.Fatalf("opened key differs from generated key")
+			}
+			for _, name := range algs[kt] {
+				t.Run(name, func(t *testing.T) { providertest.TestSigner(t, opened, provider.MustLookup(name)) })
+			}
+			keys, err := p.List(ctx, u)
+			if err != nil || len(keys) != 1 || keys[0].Type != kt || !keys[0].Sensitive || keys[0].Extractable {
+				t.Fatalf("List = %+v, %v", keys, err)
+			}
+			if reopened, err := p.Signer(ctx, keys[0].URI); err != nil || !samePublic(reopened.Public(), s.Public()) {
+				t.Errorf("Signer(listed URI %s): %v", keys[0].URI, err)
+			}
+			n, err := p.Delete(ctx, u)
+			if err != nil || n != 2 {
+				t.Fatalf("Delete = %d, %v; want 2 objects", n, err)
+			}
+			if _, err := p.Signer(ctx, ref); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Signer after Delete: %v, want ErrNotFound", err)
+			}
+			if _, err := opened.Sign(rand.Reader, make([]byte, 32), crypto.SHA256); err == nil {
+				t.Errorf("signing with a deleted key succeeded")
+			}
+		})
+	}
+}
+
+// TestImport stores software keys on the token and checks that token
+// signatures verify under the original public keys.
+func TestImport(t *testing.T) {
+	p, tok := open(t, "import", Config{})
+	ctx := context.Background()
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	keys := []struct {
+		name string
+		key  crypto.Signer
+		alg  string
+	}{{"ed", edKey, "ed25519"}, {"p256", p256, "ecdsa-p256-sha256"}, {"p384", p384, "ecdsa-p384-sha384"},
+		{"rsa", rsaKey, "rsa-pss-sha256"}}
+	for _, k := range keys {
+		t.Run(k.name, func(t *testing.T) {
+			u := uri.MustParse(tok.URI("imported-" + k.name))
+			s, err := p.Import(ctx, u, k.key)
+			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			if !samePublic(s.Public(), k.key.Public()) {
+				t.Fatalf("imported key's public key differs")
+			}
+			providertest.TestSigner(t, s, provider.MustLookup(k.alg))
+			infos, err := p.List(ctx, u)
+			if err != nil || len(infos) != 1 || !infos[0].Sensitive || infos[0].Extractable {
+				t.Errorf("imported key must be sensitive and not extractable: %+v, %v", infos, err)
+			}
+		})
+	}
+	if _, err := p.Import(ctx, uri.MustParse(tok.URI("dsa")), struct{}{}); err == nil {
+		t.Errorf("Import of an unsupported key type succeeded")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	p, tok := open(t, "badinput", Config{})
+	ctx := context.Background()
+
+	t.Run("MissingModule", func(t *testing.T) {
+		_, err := Open(Config{ModulePath: "/nonexistent/libnothing.so"})
+		if err == nil || !strings.Contains(err.Error(), "/nonexistent/libnothing.so") {
+			t.Errorf("err = %v, want it to name the module", err)
+		}
+		_, err = Open(Config{ModulePath: "no-such-module-name"})
+		if err == nil || !strings.Contains(err.Error(), `"no-such-module-name" not found`) {
+			t.Errorf("module-name: err = %v", err)
+		}
+	})
+	t.Run("TokenAbsent", func(t *testing.T) {
+		ref := strings.Replace(tok.TokenURI(), "token=badinput", "token=nosuchtoken", 1)
+		_, err := OpenURI(ref, Config{HealthInterval: -1})
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nosuchtoken") || !strings.Contains(err.Error(), "badinput") {
+			t.Errorf("err = %v, want ErrNotFound naming the token asked for and those present", err)
+		}
+	})
+	t.Run("ObjectAbsent", func(t *testing.T) {
+		_, err := p.Signer(ctx, tok.URI("nosuchkey"))
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nosuchkey") {
+			t.Errorf("err = %v, want ErrNotFound naming the key", err)
+		}
+	})
+	t.Run("Ambiguous", func(t *testing.T) {
+		for _, id := range []string{"%01", "%02"} {
+			u := uri.MustParse(strings.Replace(tok.URI("twin"), "object=twin", "object=twin;id="+id, 1))
+			if _, err := p.Generate(ctx, u, ECDSAP256); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := p.Signer(ctx, tok.URI("twin"))
+		if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "twin") || !strings.Contains(err.Error(), "%01") {
+			t.Errorf("err = %v, want ErrAmbiguous naming the candidates", err)
+		}
+		one := strings.Replace(tok.URI("twin"), "object=twin", "object=twin;id=%02", 1)
+		if _, err := p.Signer(ctx, one); err != nil {
+			t.Errorf("Signer(%s): %v", one, err)
+		}
+	})
+	t.Run("Unsupported", func(t *testing.T) {
+		if _, err := p.NewAEAD(provider.MustLookup("chacha20-poly1305"), make([]byte, 32)); err == nil {
+			t.Errorf("chacha20-poly1305 AEAD accepted")
+		}
+		if _, err := p.NewKeyAgreement(provider.MustLookup("x25519")); err == nil {
+			t.Errorf("x25519 key agreement accepted")
+		}
+		if _, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 15)); err == nil {
+			t.Errorf("15-byte AES key accepted")
+		}
+		s, err := p.GenerateSigner(ctx, provider.MustLookup("ed25519"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer provider.Release(s)
+		if _, err := s.Sign(rand.Reader, make([]byte, 32), crypto.SHA256); err == nil {
+			t.Errorf("Ed25519ph (hashed) accepted")
+		}
+	})
+	t.Run("MalformedURI", func(t *testing.T) {
+		for _, ref := range []string{"pkcs11:token=a;token=b", "pkcs11:id=%zz", "pkcs11:type=secret", "pkcs11:bogus=1"} {
+			if _, err := p.Signer(ctx, ref); err == nil {
+				t.Errorf("Signer(%q) accepted a malformed URI", ref)
+			}
+		}
+	})
+	t.Run("NoKeyNamed", func(t *testing.T) {
+		if _, err := p.Signer(ctx, tok.TokenURI()); err == nil || !strings.Contains(err.Error(), "names no key") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("OtherModule", func(t *testing.T) {
+		if p.CanOpen("pkcs11:object=x?module-path=/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so") {
+			t.Errorf("CanOpen accepted a key of another module")
+		}
+		if p.CanOpen("/etc/ssh/ssh_host_ed25519_key") || !p.CanOpen(tok.URI("x")) {
+			t.Errorf("CanOpen wrong")
+		}
+	})
+}
+
+// TestWrongPIN checks that a refused PIN fails Open with a clear error, is
+// sent exactly once, and never appears in the error.
+func TestWrongPIN(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "wrongpin")
+	bad := filepath.Join(t.TempDir(), "badpin")
+	const wrong = "not-the-pin-9876"
+	if err := os.WriteFile(bad, []byte(wrong), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := strings.Replace(tok.TokenURI(), "pin-source="+escapeForTest(tok.PINFile), "pin-source="+escapeForTest(bad), 1)
+	f := &faults{}
+	_, err := OpenURI(ref, Config{HealthInterval: -1, testHooks: f.hooks()})
+	if !errors.Is(err, ErrPINRejected) {
+		t.Fatalf("err = %v, want ErrPINRejected", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "CKR_PIN_INCORRECT") || !strings.Contains(msg, "wrongpin") || strings.Contains(msg, wrong) {
+		t.Errorf("error %q: want CKR_PIN_INCORRECT and the token, without the PIN", msg)
+	}
+	if n := f.count("Login"); n != 1 {
+		t.Errorf("Login called %d times, want exactly 1", n)
+	}
+}
+
+func escapeForTest(path string) string {
+	s := (&uri.URI{PINSource: path}).String()
+	return strings.TrimPrefix(s, "pkcs11:?pin-source=")
+}
+
+func TestAEADSpread(t *testing.T) {
+	t1 := softhsmtest.NewToken(t, "unit0")
+	t2 := softhsmtest.NewToken(t, "unit1")
+	p, err := Open(Config{ModulePath: t1.Module, PINSource: t1.PINFile, HealthInterval: -1,
+		Tokens: []*uri.URI{{Token: "unit0"}, {Token: "unit1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_ = t2
+	alg := provider.MustLookup("aes128-gcm")
+	var aeads []*gcm
+	for i := 0; i < 4; i++ {
+		a, err := p.NewAEAD(alg, make([]byte, 16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		aeads = append(aeads, a.(*gcm))
+	}
+	per := map[string]int{}
+	for _, a := range aeads {
+		per[a.tok.label()]++
+	}
+	if per["unit0"] != 2 || per["unit1"] != 2 {
+		t.Errorf("4 AEADs over 2 tokens went %v, want 2 and 2", per)
+	}
+	for _, h := range p.Health() {
+		if h.InUse != 2 {
+			t.Errorf("token %s: %d sessions in use, want 2", h.Token.Label, h.InUse)
+		}
+	}
+	for _, a := range aeads {
+		ct := a.Seal(nil, make([]byte, 12), []byte("x"), nil)
+		if _, err := a.Open(nil, make([]byte, 12), ct, nil); err != nil {
+			t.Errorf("round trip on %s: %v", a.tok.label(), err)
+		}
+		provider.Release(a)
+	}
+	for _, h := range p.Health() {
+		if h.InUse != 0 {
+			t.Errorf("token %s: %d sessions in use after Close, want 0", h.Token.Label, h.InUse)
+		}
+	}
+	// A pin naming one token narrows the provider to it.
+	n, err := p.Narrow("pkcs11:token=unit1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := n.(provider.AEADProvider).NewAEAD(alg, make([]byte, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.(*gcm).tok.label(); got != "unit1" {
+		t.Errorf("narrowed AEAD on %s, want unit1", got)
+	}
+	provider.Release(a)
+	if !p.Matches("pkcs11:token=unit0") || p.Matches("pkcs11:token=unit7") || !p.Matches("pkcs11") {
+		t.Errorf("Matches wrong")
+	}
+}
+
+// TestPoolBound checks the session pool's bound and wait timeout.
+func TestPoolBound(t *testing.T) {
+	p, _ := open(t, "pool", Config{MaxSessions: 2, WaitTimeout: 50e6})
+	alg := provider.MustLookup("aes256-gcm")
+	a1, err1 := p.NewAEAD(alg, make([]byte, 32))
+	a2, err2 := p.NewAEAD(alg, make([]byte, 32))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if _, err := p.NewAEAD(alg, make([]byte, 32)); !errors.Is(err, ErrPoolExhausted) {
+		t.Errorf("third AEAD with a pool of 2: %v, want ErrPoolExhausted", err)
+	}
+	s, err := p.GenerateSigner(context.Background(), provider.MustLookup("ecdsa-p256-sha256"), "")
+	if err == nil || !errors.Is(err, ErrPoolExhausted) {
+		t.Errorf("signing while the pool is full: %v, want ErrPoolExhausted after the wait", err)
+		provider.Release(s)
+	}
+	provider.Release(a1)
+	s, err = p.GenerateSigner(context.Background(), provider.MustLookup("ecdsa-p256-sha256"), "")
+	if err != nil {
+		t.Fatalf("after a session was freed: %v", err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); err != nil {
+		t.Error(err)
+	}
+	provider.Release(s)
+	provider.Release(a2)
+}
+
+func TestAEADInPlaceSmall(t *testing.T) {
+	p, _ := open(t, "inplace", Config{})
+	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), bytes.Repeat([]byte{7}, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Release(a)
+	buf := make([]byte, 0, 64)
+	buf = append(buf, "hello"...)
+	ct := a.Seal(buf[:0], make([]byte, 12), buf, []byte("ad"))
+	pt, err := a.Open(ct[:0], make([]byte, 12), ct, []byte("ad"))
+	if err != nil || string(pt) != "hello" {
+		t.Fatalf("in place: %q, %v", pt, err)
+	}
+}

@@ -1,0 +1,441 @@
+//go:build cgo && !nopkcs11
+
+package pkcs11
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/offload/offload/providers/pkcs11/uri"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/pkcs11"
+)
+
+// session is an open PKCS #11 session and the module generation it was
+// opened in: a session from an earlier generation is never used, because
+// after a reinitialization its handle may name somebody else's session.
+type session struct {
+	h   pkcs11.SessionHandle
+	gen uint64
+}
+
+// token is one token in use: where it is, how to log in, its bounded
+// session pool, what it offers and whether it is up.
+type token struct {
+	p   *core
+	sel *uri.URI // the selector it was chosen by (with its query attributes)
+	pin string
+
+	mu    sync.Mutex
+	slot  uint
+	desc  uri.TokenInfo
+	idle  []session
+	down  error // non-nil while the token is unavailable
+	pinKO error // sticky: the PIN was refused, never sent again
+	epoch uint64
+
+	sem  chan struct{} // one entry per session in use
+	wait time.Duration
+
+	mechs map[uint]pkcs11.MechanismInfo
+	caps  []capEntry
+
+	failover     *token
+	recoverMu    sync.Mutex
+	recoveries   atomic.Uint64
+	lastProbeErr atomic.Pointer[error]
+}
+
+// Retry policy for faults that recovery may cure.
+const (
+	maxAttempts  = 4
+	firstBackoff = 20 * time.Millisecond
+	maxBackoff   = 500 * time.Millisecond
+)
+
+func (t *token) label() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.desc.Label
+}
+
+func (t *token) state() (slot uint, epoch uint64, desc uri.TokenInfo) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.slot, t.epoch, t.desc
+}
+
+// inUse is the number of sessions handed out and not yet returned.
+func (t *token) inUse() int { return len(t.sem) }
+
+// usable returns why the token cannot be used now, or nil.
+func (t *token) usable() error {
+	if t.p.closed.Load() {
+		return &Error{Op: "use token", Token: t.label(), Class: ClassOther, Err: errors.New("provider is closed")}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pinKO != nil {
+		return t.pinKO
+	}
+	return t.down
+}
+
+// get takes a session from the pool, opening one when none is idle and the
+// pool has room. It waits up to the wait timeout for room; with block
+// false it does not wait at all.
+func (t *token) get(ctx context.Context, block bool) (session, error) {
+	select {
+	case t.sem <- struct{}{}:
+	default:
+		if !block {
+			return session{}, &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
+				Err: fmt.Errorf("%w: all %d sessions busy", ErrPoolExhausted, cap(t.sem))}
+		}
+		timer := time.NewTimer(t.wait)
+		defer timer.Stop()
+		select {
+		case t.sem <- struct{}{}:
+		case <-timer.C:
+			return session{}, &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
+				Err: fmt.Errorf("%w: all %d sessions stayed busy for %v", ErrPoolExhausted, cap(t.sem), t.wait)}
+		case <-ctx.Done():
+			return session{}, ctx.Err()
+		}
+	}
+	gen := t.p.mod.gen.Load()
+	t.mu.Lock()
+	for n := len(t.idle); n > 0; n = len(t.idle) {
+		s := t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		if s.gen == gen {
+			t.mu.Unlock()
+			return s, nil
+		}
+		// Stale: its handle died with the old generation; never close it.
+	}
+	t.mu.Unlock()
+	s, err := t.open()
+	if err != nil {
+		<-t.sem
+		return session{}, err
+	}
+	return s, nil
+}
+
+// put returns a healthy session to the pool.
+func (t *token) put(s session) {
+	t.mu.Lock()
+	t.idle = append(t.idle, s)
+	t.mu.Unlock()
+	<-t.sem
+}
+
+// discard closes a broken session and frees its place in the pool.
+func (t *token) discard(s session) {
+	t.p.mod.mu.RLock()
+	if s.gen == t.p.mod.gen.Load() {
+		_ = t.p.api.CloseSession(s.h)
+	}
+	t.p.mod.mu.RUnlock()
+	<-t.sem
+}
+
+// open opens a session and makes sure the token is logged in. The login
+// happens once: PKCS #11 logs in every session of the application.
+func (t *token) open() (session, error) {
+	if err := t.usable(); err != nil {
+		return session{}, err
+	}
+	m := t.p.mod
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if t.p.closed.Load() {
+		return session{}, &Error{Op: "open session", Token: t.label(), Class: ClassOther, Err: errors.New("provider is closed")}
+	}
+	slot, _, desc := t.state()
+	gen := m.gen.Load()
+	h, err := t.p.api.OpenSession(slot, pkcs11.CKF_SERIAL_SESSION|pkcs11.CKF_RW_SESSION)
+	if err != nil {
+		return session{}, wrapErr(err, "open session", desc.Label, "")
+	}
+	if err := t.ensureLogin(h); err != nil {
+		_ = t.p.api.CloseSession(h)
+		return session{}, err
+	}
+	return session{h: h, gen: gen}, nil
+}
+
+// ensureLogin logs the session's application in unless it already is.
+// A refused PIN is remembered and never sent again.
+func (t *token) ensureLogin(h pkcs11.SessionHandle) error {
+	if t.pin == "" {
+		return nil
+	}
+	if info, err := t.p.api.GetSessionInfo(h); err == nil &&
+		(info.State == pkcs11.CKS_RO_USER_FUNCTIONS || info.State == pkcs11.CKS_RW_USER_FUNCTIONS) {
+		return nil
+	}
+	err := t.p.api.Login(h, pkcs11.CKU_USER, t.pin)
+	var pe pkcs11.Error
+	if errors.As(err, &pe) && pe == pkcs11.CKR_USER_ALREADY_LOGGED_IN {
+		return nil
+	}
+	if err != nil {
+		err = wrapErr(err, "log in", t.label(), "")
+		if ClassOf(err) == ClassPIN {
+			t.mu.Lock()
+			t.pinKO = err
+			t.mu.Unlock()
+			t.p.log.Error("token refused the PIN; it will not be sent again", "token", t.label(), "err", err)
+		}
+	}
+	return err
+}
+
+// do runs f with a pooled session, recovering from faults: a dead session
+// is replaced, a lost login redone, a lost token reattached (rescanning
+// the module, reinitializing it if need be) with backoff. Errors that
+// recovery cannot cure are returned at once.
+func (t *token) do(ctx context.Context, op, what string, f func(h pkcs11.SessionHandle) error) error {
+	backoff := firstBackoff
+	var last error
+	for attempt := 1; ; attempt++ {
+		if err := t.usable(); err != nil {
+			// A token marked down gets one recovery attempt per call, so a
+			// token that came back is used again without waiting for the probe.
+			if ClassOf(err) == ClassPIN || t.recover(t.p.mod.gen.Load(), err) != nil {
+				return t.annotate(err, op, what)
+			}
+		}
+		s, err := t.get(ctx, true)
+		if err != nil {
+			last = err
+		} else {
+			m := t.p.mod
+			m.mu.RLock()
+			if s.gen != m.gen.Load() {
+				m.mu.RUnlock()
+				<-t.sem // stale session: drop without closing
+				continue
+			}
+			err = f(s.h)
+			m.mu.RUnlock()
+			if err == nil {
+				t.put(s)
+				return nil
+			}
+			err = wrapErr(err, op, t.label(), what)
+			last = err
+			switch ClassOf(err) {
+			case ClassSession:
+				t.discard(s)
+			case ClassLogin:
+				m.mu.RLock()
+				lerr := t.ensureLogin(s.h)
+				m.mu.RUnlock()
+				t.put(s)
+				if lerr != nil {
+					return lerr
+				}
+			case ClassDevice:
+				t.discard(s)
+				if rerr := t.recover(s.gen, err); rerr != nil {
+					t.p.log.Warn("token lost", "token", t.label(), "op", op, "err", err)
+				}
+			case ClassBusy, ClassHandle:
+				t.put(s)
+			default:
+				t.put(s)
+				return err
+			}
+		}
+		if !ClassOf(last).Retryable() || attempt >= maxAttempts {
+			return last
+		}
+		if ClassOf(last) != ClassSession && ClassOf(last) != ClassLogin && ClassOf(last) != ClassHandle {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return errors.Join(last, ctx.Err())
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// annotate adds the operation to an availability error.
+func (t *token) annotate(err error, op, what string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Op == op {
+		return err
+	}
+	class := ClassOf(err)
+	if class == ClassOther {
+		class = ClassDevice
+	}
+	return &Error{Op: op, Token: t.label(), What: what, Class: class, Err: err}
+}
+
+// recover brings a lost token back: a probe of its slot, then a rescan of
+// the module's slots for a token the selector and label match, then a
+// reinitialization of the module and another rescan. seenGen is the module
+// generation the failure happened in. On failure the token is marked down.
+func (t *token) recover(seenGen uint64, cause error) error {
+	t.recoverMu.Lock()
+	defer t.recoverMu.Unlock()
+	if t.usable() == nil && t.probe() == nil {
+		return nil
+	}
+	if err := t.rescan(); err == nil {
+		return nil
+	}
+	if t.p.mod.ownsInit {
+		if err := t.p.mod.reinitialize(seenGen, false); err != nil {
+			t.p.log.Warn("module reinitialization failed", "module", t.p.mod.path, "err", err)
+		}
+		if err := t.rescan(); err == nil {
+			return nil
+		}
+	}
+	t.mu.Lock()
+	if t.down == nil {
+		t.down = &Error{Op: "reach token", Token: t.desc.Label, Class: ClassDevice,
+			Err: fmt.Errorf("%w: %w", ErrTokenUnavailable, cause)}
+	}
+	err := t.down
+	t.mu.Unlock()
+	return err
+}
+
+// probe asks the token's slot for its token information.
+func (t *token) probe() error {
+	m := t.p.mod
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	slot, _, desc := t.state()
+	info, err := t.p.api.GetTokenInfo(slot)
+	if err != nil {
+		return wrapErr(err, "probe", desc.Label, "")
+	}
+	if info.Label != desc.Label || info.SerialNumber != desc.Serial {
+		return &Error{Op: "probe", Token: desc.Label, Class: ClassDevice,
+			Err: fmt.Errorf("slot %d now holds token %q (serial %s)", slot, info.Label, info.SerialNumber)}
+	}
+	return nil
+}
+
+// rescan looks for the token among the module's slots again: the same
+// selector and the same label (a token created again has a new serial).
+// Found, the token gets a new epoch: cached object handles are dropped and
+// keys found again (and checked to be the same keys).
+func (t *token) rescan() error {
+	m := t.p.mod
+	m.mu.RLock()
+	descs, err := listTokens(t.p.api, m.libraryDesc)
+	m.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	_, _, old := t.state()
+	var found *uri.TokenInfo
+	for i := range descs {
+		d := &descs[i]
+		if !t.sel.MatchesToken(*d) || d.Label != old.Label {
+			continue
+		}
+		if found == nil || d.Serial == old.Serial {
+			found = d
+		}
+	}
+	if found == nil {
+		return &Error{Op: "rescan", Token: old.Label, Class: ClassDevice, Err: ErrNotFound}
+	}
+	t.mu.Lock()
+	stale := t.idle
+	t.idle = nil
+	t.slot, t.desc = found.SlotID, *found
+	t.down = nil
+	t.epoch++
+	t.mu.Unlock()
+	m.mu.RLock()
+	for _, s := range stale {
+		if s.gen == m.gen.Load() {
+			_ = t.p.api.CloseSession(s.h)
+		}
+	}
+	m.mu.RUnlock()
+	t.recoveries.Add(1)
+	t.p.log.Info("token reattached", "token", found.Label, "serial", found.Serial, "slot", found.SlotID)
+	return nil
+}
+
+// probeLoop watches the token until stop is closed: a failed probe starts
+// recovery, and a token that is down is retried every interval.
+func (t *token) probeLoop(stop <-chan struct{}, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if err := t.usable(); err != nil && ClassOf(err) == ClassPIN {
+			continue
+		}
+		err := t.probe()
+		if err == nil && t.usable() == nil {
+			t.lastProbeErr.Store(nil)
+			continue
+		}
+		if err == nil {
+			err = t.usable()
+		}
+		t.lastProbeErr.Store(&err)
+		if rerr := t.recover(t.p.mod.gen.Load(), err); rerr != nil {
+			t.p.log.Debug("token still unavailable", "token", t.label(), "err", rerr)
+		} else {
+			t.p.log.Info("token available again", "token", t.label())
+		}
+	}
+}
+
+// listTokens describes every slot with an initialized token.
+func listTokens(a api, lib uri.TokenInfo) ([]uri.TokenInfo, error) {
+	slots, err := a.GetSlotList(true)
+	if err != nil {
+		return nil, wrapErr(err, "list slots", "", "")
+	}
+	var out []uri.TokenInfo
+	for _, id := range slots {
+		ti, err := a.GetTokenInfo(id)
+		if err != nil || ti.Flags&pkcs11.CKF_TOKEN_INITIALIZED == 0 {
+			continue
+		}
+		d := lib
+		d.SlotID = id
+		if si, err := a.GetSlotInfo(id); err == nil {
+			d.SlotDescription, d.SlotManufacturer = si.SlotDescription, si.ManufacturerID
+		}
+		d.Label, d.Manufacturer, d.Model, d.Serial = ti.Label, ti.ManufacturerID, ti.Model, ti.SerialNumber
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (t *token) health() TokenHealth {
+	t.mu.Lock()
+	h := TokenHealth{Token: t.desc, Up: t.down == nil && t.pinKO == nil, Idle: len(t.idle)}
+	if t.pinKO != nil {
+		h.Error = t.pinKO.Error()
+	} else if t.down != nil {
+		h.Error = t.down.Error()
+	}
+	t.mu.Unlock()
+	h.InUse, h.Max, h.Recoveries = t.inUse(), cap(t.sem), t.recoveries.Load()
+	return h
+}
