@@ -407,7 +407,10 @@ func TestProtocolErrors(t *testing.T) {
 			wire.DisconnectServiceNotAvailable, ErrBadService},
 		{"illegal user", func(c *testClient) { c.startService(); c.write(req("al\x00ice", "ssh-connection", "none")) },
 			wire.DisconnectIllegalUserName, ErrIllegalUser},
-		{"overlong user", func(c *testClient) { c.startService(); c.write(req(strings.Repeat("a", 300), "ssh-connection", "none")) },
+		{"overlong user", func(c *testClient) {
+			c.startService()
+			c.write(req(strings.Repeat("a", 300), "ssh-connection", "none"))
+		},
 			wire.DisconnectProtocolError, errTooLong},
 		{"user change", func(c *testClient) {
 			c.startService()
