@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -28,8 +29,10 @@ import (
 func testRegistry(t testing.TB) *provider.Registry {
 	t.Helper()
 	reg := provider.New(provider.Config{})
-	if err := reg.Register(software.New()); err != nil {
-		t.Fatal(err)
+	for _, p := range []provider.Provider{cpu.New(cpu.Detect()), software.New()} {
+		if err := reg.Register(p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return reg
 }
@@ -333,3 +336,14 @@ func (ts *testServer) lastConn() (*Conn, error) {
 }
 
 func longTest() bool { return strings.TrimSpace(os.Getenv("OFFLOAD_LONG")) == "1" }
+
+// waitFor polls cond for up to five seconds.
+func waitFor(cond func() bool) bool {
+	for i := 0; i < 500; i++ {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
