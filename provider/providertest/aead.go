@@ -31,6 +31,7 @@ func TestAEAD(t *testing.T, p provider.AEADProvider, alg *provider.Algorithm) {
 	g := newRNG(t)
 	key := g.bytes(alg.KeySize)
 	a := newAEAD(t, p, alg, key)
+	defer release(t, a)
 	at := &aeadTest{p: p, alg: alg, key: key, a: a, ref: refAEAD(alg, key), g: g}
 	t.Run("Sizes", at.sizes)
 	t.Run("BadKeys", at.badKeys)
@@ -83,17 +84,21 @@ func (at *aeadTest) sizes(t *testing.T) {
 
 func (at *aeadTest) badKeys(t *testing.T) {
 	for _, n := range badKeySizes(at.alg.KeySize) {
+		var a cipher.AEAD
 		var err error
 		what := fmt.Sprintf("NewAEAD(%s, %d-byte key)", at.alg.Name, n)
-		if noPanic(t, what, func() { _, err = at.p.NewAEAD(at.alg, at.g.bytes(n)) }) {
+		if noPanic(t, what, func() { a, err = at.p.NewAEAD(at.alg, at.g.bytes(n)) }) {
 			wantKeySizeError(t, what, err)
+			release(t, a)
 		}
 	}
 	other := otherFamily(provider.FamilyAEAD)
+	var a cipher.AEAD
 	var err error
 	what := fmt.Sprintf("NewAEAD(%s)", other.Name)
-	if noPanic(t, what, func() { _, err = at.p.NewAEAD(other, at.key) }) && err == nil {
+	if noPanic(t, what, func() { a, err = at.p.NewAEAD(other, at.key) }) && err == nil {
 		t.Errorf("%s: accepted an algorithm of family %s", what, other.Family)
+		release(t, a)
 	}
 }
 
@@ -116,15 +121,20 @@ func (at *aeadTest) knownAnswers(t *testing.T) {
 		t.Skipf("no known-answer vectors for %s", at.alg.Name)
 	}
 	for _, v := range vs {
-		a := newAEAD(t, at.p, at.alg, unhex(v.key))
-		nonce, pt, ad, want := unhex(v.nonce), unhex(v.plain), unhex(v.ad), unhex(v.sealed)
-		if got := a.Seal(nil, nonce, pt, ad); !bytes.Equal(got, want) {
-			t.Errorf("%s: Seal = %s, want %s", v.source, short(got), short(want))
-		}
-		got, err := a.Open(nil, nonce, want, ad)
-		if err != nil || !bytes.Equal(got, pt) {
-			t.Errorf("%s: Open = %s, %v; want %s", v.source, short(got), err, short(pt))
-		}
+		at.knownAnswer(t, v)
+	}
+}
+
+func (at *aeadTest) knownAnswer(t *testing.T, v aeadVector) {
+	a := newAEAD(t, at.p, at.alg, unhex(v.key))
+	defer release(t, a)
+	nonce, pt, ad, want := unhex(v.nonce), unhex(v.plain), unhex(v.ad), unhex(v.sealed)
+	if got := a.Seal(nil, nonce, pt, ad); !bytes.Equal(got, want) {
+		t.Errorf("%s: Seal = %s, want %s", v.source, short(got), short(want))
+	}
+	got, err := a.Open(nil, nonce, want, ad)
+	if err != nil || !bytes.Equal(got, pt) {
+		t.Errorf("%s: Open = %s, %v; want %s", v.source, short(got), err, short(pt))
 	}
 }
 
@@ -158,6 +168,7 @@ func (at *aeadTest) roundTrip(t *testing.T) {
 // every change without panicking.
 func (at *aeadTest) tamper(t *testing.T) {
 	other := newAEAD(t, at.p, at.alg, flip(at.key, 0, 0))
+	defer release(t, other)
 	for _, n := range tamperLengths {
 		nonce, pt, ad := at.msg(n)
 		if len(ad) == 0 {

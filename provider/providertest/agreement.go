@@ -32,6 +32,8 @@ func TestKeyAgreement(t *testing.T, p provider.KeyAgreementProvider, alg *provid
 	}
 	t.Run("BothSides", func(t *testing.T) {
 		a, b := newKA(t), newKA(t)
+		defer release(t, a)
+		defer release(t, b)
 		if len(a.PublicKey()) != alg.PublicKeySize {
 			t.Fatalf("public key is %d bytes, catalog says %d", len(a.PublicKey()), alg.PublicKeySize)
 		}
@@ -58,6 +60,7 @@ func TestKeyAgreement(t *testing.T, p provider.KeyAgreementProvider, alg *provid
 			}
 			ours := shared(t, ka, priv.PublicKey().Bytes())
 			peer, err := curve.NewPublicKey(ka.PublicKey())
+			release(t, ka)
 			if err != nil {
 				t.Fatalf("crypto/ecdh refuses the provider's public key %x: %v", ka.PublicKey(), err)
 			}
@@ -69,6 +72,8 @@ func TestKeyAgreement(t *testing.T, p provider.KeyAgreementProvider, alg *provid
 	})
 	t.Run("BadPeers", func(t *testing.T) {
 		ka, other := newKA(t), newKA(t)
+		defer release(t, ka)
+		defer release(t, other)
 		for _, bp := range badPeers(alg, other.PublicKey()) {
 			var s []byte
 			var err error
@@ -168,6 +173,7 @@ func TestKEM(t *testing.T, p provider.KEMProvider, alg *provider.Algorithm) {
 	if err != nil || dk == nil {
 		t.Fatalf("NewDecapsulator(%s) = %v, %v", alg.Name, dk, err)
 	}
+	defer release(t, dk)
 	kt := &kemTest{p: p, alg: alg, dk: dk}
 	t.Run("RoundTrip", kt.roundTrip)
 	t.Run("Reference", kt.reference)
@@ -279,8 +285,10 @@ func (kt *kemTest) badInputs(t *testing.T) {
 		}
 	}
 	other := otherFamily(provider.FamilyKEM)
+	var dk provider.Decapsulator
 	var err error
-	if noPanic(t, "NewDecapsulator("+other.Name+")", func() { _, err = kt.p.NewDecapsulator(other) }) && err == nil {
+	if noPanic(t, "NewDecapsulator("+other.Name+")", func() { dk, err = kt.p.NewDecapsulator(other) }) && err == nil {
 		t.Errorf("NewDecapsulator(%s): accepted an algorithm of family %s", other.Name, other.Family)
+		release(t, dk)
 	}
 }

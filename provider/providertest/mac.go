@@ -33,11 +33,15 @@ func TestMAC(t *testing.T, p provider.MACProvider, alg *provider.Algorithm) {
 			if ref == nil {
 				t.Skipf("no reference for %s", alg.Name)
 			}
-			compareHash(t, newMAC(t, k), ref, g)
+			h := newMAC(t, k)
+			compareHash(t, h, ref, g)
+			release(t, h)
 		}
 	})
 	t.Run("KeyMatters", func(t *testing.T) {
 		a, b := newMAC(t, key), newMAC(t, flip(key, len(key)-1, 7))
+		defer release(t, a)
+		defer release(t, b)
 		if bytes.Equal(a.Sum(nil), b.Sum(nil)) {
 			t.Errorf("keys differing in one bit give the same MAC")
 		}
@@ -47,8 +51,9 @@ func TestMAC(t *testing.T, p provider.MACProvider, alg *provider.Algorithm) {
 	})
 	t.Run("BadAlgorithm", func(t *testing.T) {
 		other := otherFamily(provider.FamilyMAC)
-		if _, err := callNewMAC(p, other, key); err == nil {
+		if h, err := callNewMAC(p, other, key); err == nil {
 			t.Errorf("NewMAC(%s): accepted an algorithm of family %s", other.Name, other.Family)
+			release(t, h)
 		}
 	})
 }
@@ -88,6 +93,7 @@ func macKnownAnswers(t *testing.T, p provider.MACProvider, alg *provider.Algorit
 		if got, want := h.Sum(nil), unhex(v.tag); !bytes.Equal(got, want) {
 			t.Errorf("%s: got %x, want %x", v.source, got, want)
 		}
+		release(t, h)
 	}
 	t.Logf("%d of %d vectors ran", ran, len(vs))
 }
@@ -121,6 +127,7 @@ func TestHash(t *testing.T, p provider.HashProvider, alg *provider.Algorithm) {
 			if got, want := h.Sum(nil), unhex(v.tag); !bytes.Equal(got, want) {
 				t.Errorf("%s: got %x, want %x", v.source, got, want)
 			}
+			release(t, h)
 		}
 	})
 	t.Run("Reference", func(t *testing.T) {
@@ -129,7 +136,9 @@ func TestHash(t *testing.T, p provider.HashProvider, alg *provider.Algorithm) {
 			if ref == nil {
 				t.Skipf("no reference for %s", alg.Name)
 			}
-			compareHash(t, newHash(t), ref, g)
+			h := newHash(t)
+			compareHash(t, h, ref, g)
+			release(t, h)
 		}
 	})
 	t.Run("Contract", func(t *testing.T) {
@@ -137,9 +146,11 @@ func TestHash(t *testing.T, p provider.HashProvider, alg *provider.Algorithm) {
 	})
 	t.Run("BadAlgorithm", func(t *testing.T) {
 		other := otherFamily(provider.FamilyHash)
+		var h hash.Hash
 		var err error
-		if noPanic(t, "NewHash("+other.Name+")", func() { _, err = p.NewHash(other) }) && err == nil {
+		if noPanic(t, "NewHash("+other.Name+")", func() { h, err = p.NewHash(other) }) && err == nil {
 			t.Errorf("NewHash(%s): accepted an algorithm of family %s", other.Name, other.Family)
+			release(t, h)
 		}
 	})
 }
@@ -163,10 +174,11 @@ func compareHash(t *testing.T, h, ref hash.Hash, g *rng) {
 // checkHashContract checks the documented behaviour of hash.Hash: sizes
 // from the catalog, Write never fails, Sum appends without changing the
 // state or its argument, Reset starts over, and writes split anywhere give
-// the same sum.
+// the same sum. It holds at most two instances at a time.
 func checkHashContract(t *testing.T, newHash func() hash.Hash, alg *provider.Algorithm, g *rng) {
 	t.Helper()
 	h := newHash()
+	defer release(t, h)
 	if h.Size() != alg.TagSize {
 		t.Errorf("Size() = %d, catalog says %d", h.Size(), alg.TagSize)
 	}
@@ -190,10 +202,7 @@ func checkHashContract(t *testing.T, newHash func() hash.Hash, alg *provider.Alg
 		t.Errorf("a second Sum gave %x, want %x: Sum changed the state", again, whole)
 	}
 	h.Write(msg[:10])
-	once := newHash()
-	once.Write(msg)
-	once.Write(msg[:10])
-	if got, want := h.Sum(nil), once.Sum(nil); !bytes.Equal(got, want) {
+	if got, want := h.Sum(nil), sumOf(t, newHash, msg, msg[:10]); !bytes.Equal(got, want) {
 		t.Errorf("Write after Sum: got %x, want %x", got, want)
 	}
 	h.Reset()
@@ -201,16 +210,24 @@ func checkHashContract(t *testing.T, newHash func() hash.Hash, alg *provider.Alg
 	if got := h.Sum(nil); !bytes.Equal(got, whole) {
 		t.Errorf("after Reset: got %x, want %x", got, whole)
 	}
-	split := newHash()
-	for _, cut := range [][2]int{{0, 1}, {1, 64}, {64, 65}, {65, 500}, {500, 1000}} {
-		split.Write(msg[cut[0]:cut[1]])
+	split := sumOf(t, newHash, msg[:1], msg[1:64], msg[64:65], msg[65:500], msg[500:])
+	if !bytes.Equal(split, whole) {
+		t.Errorf("writes split at block edges: got %x, want %x", split, whole)
 	}
-	if got := split.Sum(nil); !bytes.Equal(got, whole) {
-		t.Errorf("writes split at block edges: got %x, want %x", got, whole)
-	}
-	if e1, e2 := newHash().Sum(nil), newHash().Sum(nil); !bytes.Equal(e1, e2) {
+	if e1, e2 := sumOf(t, newHash), sumOf(t, newHash); !bytes.Equal(e1, e2) {
 		t.Errorf("two fresh instances disagree on the empty message")
 	}
+}
+
+// sumOf writes parts to a fresh instance, releases it and returns the sum.
+func sumOf(t *testing.T, newHash func() hash.Hash, parts ...[]byte) []byte {
+	t.Helper()
+	h := newHash()
+	defer release(t, h)
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return h.Sum(nil)
 }
 
 // TestOneTimeMAC tests the one-time authenticator (Poly1305) p builds for
@@ -228,6 +245,7 @@ func TestOneTimeMAC(t *testing.T, p provider.OneTimeMACProvider, alg *provider.A
 	if err != nil || m == nil {
 		t.Fatalf("NewOneTimeMAC(%s) = %v, %v", alg.Name, m, err)
 	}
+	defer release(t, m)
 	ot := &oneTimeTest{m: m, alg: alg, g: g}
 	t.Run("KnownAnswers", ot.knownAnswers)
 	t.Run("Reference", ot.reference)
@@ -235,9 +253,11 @@ func TestOneTimeMAC(t *testing.T, p provider.OneTimeMACProvider, alg *provider.A
 	t.Run("BadSizes", ot.badSizes)
 	t.Run("BadAlgorithm", func(t *testing.T) {
 		other := otherFamily(provider.FamilyOneTimeMAC)
+		var m provider.OneTimeMAC
 		var err error
-		if noPanic(t, "NewOneTimeMAC("+other.Name+")", func() { _, err = p.NewOneTimeMAC(other) }) && err == nil {
+		if noPanic(t, "NewOneTimeMAC("+other.Name+")", func() { m, err = p.NewOneTimeMAC(other) }) && err == nil {
 			t.Errorf("NewOneTimeMAC(%s): accepted an algorithm of family %s", other.Name, other.Family)
+			release(t, m)
 		}
 	})
 }

@@ -159,12 +159,14 @@ func TestKeyGenerator(t *testing.T, g provider.KeyGenerator, alg *provider.Algor
 	checkFamily(t, alg, provider.FamilySignature)
 	ctx := context.Background()
 	s := generate(t, g, ctx, alg)
+	defer release(t, s)
 	TestSigner(t, s, alg)
 	t.Run("Distinct", func(t *testing.T) {
 		if alg.Hash != 0 && alg.PublicKeySize == 0 && testing.Short() {
 			t.Skip("RSA key generation is slow; skipped in -short mode")
 		}
 		s2 := generate(t, g, ctx, alg)
+		defer release(t, s2)
 		type equaler interface{ Equal(crypto.PublicKey) bool }
 		if e, ok := s.Public().(equaler); ok && e.Equal(s2.Public()) {
 			t.Errorf("two generated keys have the same public key")
@@ -172,9 +174,11 @@ func TestKeyGenerator(t *testing.T, g provider.KeyGenerator, alg *provider.Algor
 	})
 	t.Run("BadAlgorithm", func(t *testing.T) {
 		other := otherFamily(provider.FamilySignature)
+		var s crypto.Signer
 		var err error
-		if noPanic(t, "GenerateSigner("+other.Name+")", func() { _, err = g.GenerateSigner(ctx, other, "") }) && err == nil {
+		if noPanic(t, "GenerateSigner("+other.Name+")", func() { s, err = g.GenerateSigner(ctx, other, "") }) && err == nil {
 			t.Errorf("GenerateSigner(%s): accepted an algorithm of family %s", other.Name, other.Family)
+			release(t, s)
 		}
 	})
 }

@@ -45,24 +45,30 @@ func (st *streamTest) stream(t *testing.T, key, iv []byte) cipher.Stream {
 func (st *streamTest) badKeys(t *testing.T) {
 	iv := st.g.bytes(st.alg.NonceSize)
 	for _, n := range badKeySizes(st.alg.KeySize) {
+		var s cipher.Stream
 		var err error
 		what := fmt.Sprintf("NewStream(%s, %d-byte key)", st.alg.Name, n)
-		if noPanic(t, what, func() { _, err = st.p.NewStream(st.alg, st.g.bytes(n), iv) }) {
+		if noPanic(t, what, func() { s, err = st.p.NewStream(st.alg, st.g.bytes(n), iv) }) {
 			wantKeySizeError(t, what, err)
+			release(t, s)
 		}
 	}
 	key := st.g.bytes(st.alg.KeySize)
 	for _, n := range []int{0, st.alg.NonceSize - 1, st.alg.NonceSize + 1} {
+		var s cipher.Stream
 		var err error
 		what := fmt.Sprintf("NewStream(%s, %d-byte IV)", st.alg.Name, n)
-		if noPanic(t, what, func() { _, err = st.p.NewStream(st.alg, key, st.g.bytes(n)) }) && err == nil {
+		if noPanic(t, what, func() { s, err = st.p.NewStream(st.alg, key, st.g.bytes(n)) }) && err == nil {
 			t.Errorf("%s: accepted", what)
+			release(t, s)
 		}
 	}
 	other := otherFamily(provider.FamilyStream)
+	var s cipher.Stream
 	var err error
-	if noPanic(t, "NewStream("+other.Name+")", func() { _, err = st.p.NewStream(other, key, iv) }) && err == nil {
+	if noPanic(t, "NewStream("+other.Name+")", func() { s, err = st.p.NewStream(other, key, iv) }) && err == nil {
 		t.Errorf("NewStream(%s): accepted an algorithm of family %s", other.Name, other.Family)
+		release(t, s)
 	}
 }
 
@@ -74,7 +80,7 @@ func (st *streamTest) knownAnswers(t *testing.T) {
 	for _, v := range vs {
 		pt, want := unhex(v.plain), unhex(v.cipher)
 		got := make([]byte, len(pt))
-		st.stream(t, unhex(v.key), unhex(v.iv)).XORKeyStream(got, pt)
+		st.xor(t, unhex(v.key), unhex(v.iv), got, pt)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: got %s, want %s", v.source, short(got), short(want))
 		}
@@ -103,6 +109,7 @@ func (st *streamTest) compare(t *testing.T, key, iv []byte, n int) {
 	ref.XORKeyStream(want, msg)
 	got := make([]byte, n)
 	s := st.stream(t, key, iv)
+	defer release(t, s)
 	for off := 0; off < n; {
 		k := min(n-off, st.g.intn(70))
 		s.XORKeyStream(got[off:off+k], msg[off:off+k])
@@ -126,7 +133,15 @@ func (st *streamTest) counterCarry(t *testing.T) {
 
 func (st *streamTest) bufferRules(t *testing.T) {
 	key, iv := st.g.bytes(st.alg.KeySize), st.g.bytes(st.alg.NonceSize)
-	checkXORRules(t, func(dst, src []byte) { st.stream(t, key, iv).XORKeyStream(dst, src) }, st.g)
+	checkXORRules(t, func(dst, src []byte) { st.xor(t, key, iv, dst, src) }, st.g)
+}
+
+// xor runs a fresh stream for key and iv over src once and releases it.
+func (st *streamTest) xor(t *testing.T, key, iv, dst, src []byte) {
+	t.Helper()
+	s := st.stream(t, key, iv)
+	defer release(t, s)
+	s.XORKeyStream(dst, src)
 }
 
 // checkXORRules checks the crypto/cipher rules of a fresh XOR operation
@@ -166,6 +181,7 @@ func TestKeyStream(t *testing.T, p provider.KeyStreamProvider, alg *provider.Alg
 	g := newRNG(t)
 	key := g.bytes(alg.KeySize)
 	ks := newKeyStream(t, p, alg, key)
+	defer release(t, ks)
 	kt := &keyStreamTest{p: p, alg: alg, key: key, ks: ks, g: g}
 	t.Run("BadKeys", kt.badKeys)
 	t.Run("KnownAnswers", kt.knownAnswers)
@@ -199,16 +215,20 @@ func newKeyStream(t *testing.T, p provider.KeyStreamProvider, alg *provider.Algo
 
 func (kt *keyStreamTest) badKeys(t *testing.T) {
 	for _, n := range badKeySizes(kt.alg.KeySize) {
+		var ks provider.KeyStream
 		var err error
 		what := fmt.Sprintf("NewKeyStream(%s, %d-byte key)", kt.alg.Name, n)
-		if noPanic(t, what, func() { _, err = kt.p.NewKeyStream(kt.alg, kt.g.bytes(n)) }) {
+		if noPanic(t, what, func() { ks, err = kt.p.NewKeyStream(kt.alg, kt.g.bytes(n)) }) {
 			wantKeySizeError(t, what, err)
+			release(t, ks)
 		}
 	}
 	other := otherFamily(provider.FamilyKeyStream)
+	var ks provider.KeyStream
 	var err error
-	if noPanic(t, "NewKeyStream("+other.Name+")", func() { _, err = kt.p.NewKeyStream(other, kt.key) }) && err == nil {
+	if noPanic(t, "NewKeyStream("+other.Name+")", func() { ks, err = kt.p.NewKeyStream(other, kt.key) }) && err == nil {
 		t.Errorf("NewKeyStream(%s): accepted an algorithm of family %s", other.Name, other.Family)
+		release(t, ks)
 	}
 }
 
@@ -222,6 +242,7 @@ func (kt *keyStreamTest) knownAnswers(t *testing.T) {
 		pt, want := unhex(v.plain), unhex(v.cipher)
 		got := make([]byte, len(pt))
 		ks.XORKeyStreamAt(got, pt, unhex(v.nonce), v.counter)
+		release(t, ks)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: got %s, want %s", v.source, short(got), short(want))
 		}

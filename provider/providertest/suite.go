@@ -81,9 +81,6 @@ func checkCapability(t *testing.T, p provider.Provider, alg *provider.Algorithm,
 	if c.Flags&provider.FlagHardware != 0 && p.Kind() == provider.KindSoftware {
 		t.Errorf("%s is flagged hardware by a software provider", alg.Name)
 	}
-	if c.Flags&provider.FlagKeyResident != 0 && p.Kind() != provider.KindHardware {
-		t.Errorf("%s is flagged key-resident by a %v provider", alg.Name, p.Kind())
-	}
 }
 
 // testFamily runs the sub-suite for alg's family, failing when p lists the

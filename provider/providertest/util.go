@@ -142,3 +142,17 @@ func leaksPlaintext(mem, pt []byte) bool {
 	}
 	return false
 }
+
+// release frees a primitive the suite made, as provider.Release does, and
+// reports a failure to do so. Primitives of hardware providers can hold
+// device sessions, so the suite releases each one as soon as it is done
+// with it and never keeps more than a few alive at once.
+func release(t testing.TB, v any) {
+	t.Helper()
+	if v == nil {
+		return
+	}
+	if err := provider.Release(v); err != nil {
+		t.Errorf("releasing %T: %v", v, err)
+	}
+}
