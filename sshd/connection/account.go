@@ -1,0 +1,182 @@
+package connection
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// account is what a session needs to know about the user it runs as.
+type account struct {
+	name     string
+	uid, gid uint32
+	groups   []uint32
+	home     string
+	shell    string
+	// cred is set when the server must switch to the user (it runs as
+	// root); nil means run as the server's own identity.
+	cred *syscall.Credential
+}
+
+// AccountError reports why a session cannot run as the user.
+type AccountError struct {
+	User string
+	Err  error
+}
+
+func (e *AccountError) Error() string {
+	return fmt.Sprintf("connection: account %q: %v", e.User, e.Err)
+}
+
+func (e *AccountError) Unwrap() error { return e.Err }
+
+type accountOnce struct {
+	once sync.Once
+	a    *account
+	err  error
+}
+
+// account resolves the logged-in user once per connection.
+func (m *mux) account() (*account, error) {
+	m.acct.once.Do(func() {
+		m.acct.a, m.acct.err = lookupAccount(m.perm.User, os.Geteuid())
+	})
+	return m.acct.a, m.acct.err
+}
+
+// lookupAccount finds name in the user database and decides whether the
+// server, running with euid, can run sessions for it.
+func lookupAccount(name string, euid int) (*account, error) {
+	if name == "" {
+		return nil, &AccountError{User: name, Err: errors.New("no user name")}
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, &AccountError{User: name, Err: err}
+	}
+	a, err := accountFromUser(u)
+	if err != nil {
+		return nil, &AccountError{User: name, Err: err}
+	}
+	a.shell = loginShell(name)
+	if shellOverride != "" {
+		a.shell = shellOverride
+	}
+	if err := a.setCredential(euid); err != nil {
+		return nil, &AccountError{User: name, Err: err}
+	}
+	return a, nil
+}
+
+func accountFromUser(u *user.User) (*account, error) {
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("bad uid/gid: %w", err)
+	}
+	a := &account{name: u.Username, uid: uint32(uid), gid: uint32(gid), home: u.HomeDir}
+	ids, err := u.GroupIds()
+	if err != nil {
+		ids = nil // no group database entry: primary group only
+	}
+	for _, s := range ids {
+		if g, err := strconv.ParseUint(s, 10, 32); err == nil {
+			a.groups = append(a.groups, uint32(g))
+		}
+	}
+	return a, nil
+}
+
+// setCredential decides how to become the user: as root, switch; as
+// anyone else, only the server's own account can be served.
+func (a *account) setCredential(euid int) error {
+	if euid == 0 {
+		a.cred = &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: a.groups}
+		return nil
+	}
+	if uint32(euid) != a.uid {
+		return fmt.Errorf("server runs as uid %d and cannot switch to uid %d", euid, a.uid)
+	}
+	return nil
+}
+
+// needsSwitch reports whether children change identity.
+func (a *account) needsSwitch() bool {
+	return a.cred != nil && uint32(os.Geteuid()) != a.uid
+}
+
+// shellOverride replaces login shells in tests, so that a developer's
+// slow ~/.bashrc (bash sources it when SSH_CLIENT is set) does not slow
+// every test down.
+var shellOverride string
+
+// Bounds on the passwd parser.
+const (
+	maxPasswdLine  = 4096
+	maxPasswdBytes = 16 << 20
+	defaultShell   = "/bin/sh"
+)
+
+// loginShell finds the user's shell in /etc/passwd, then through getent
+// (NSS users), falling back to /bin/sh.
+func loginShell(name string) string {
+	if f, err := os.Open("/etc/passwd"); err == nil {
+		defer f.Close()
+		if sh, ok := shellFromPasswd(io.LimitReader(f, maxPasswdBytes), name); ok {
+			return sh
+		}
+	}
+	if sh, ok := shellFromGetent(name); ok {
+		return sh
+	}
+	return defaultShell
+}
+
+// shellFromPasswd parses passwd(5) lines, skipping overlong ones.
+func shellFromPasswd(r io.Reader, name string) (string, bool) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 512), maxPasswdLine)
+	for sc.Scan() {
+		if sh, ok := passwdShell(sc.Bytes(), name); ok {
+			return sh, true
+		}
+	}
+	return "", false
+}
+
+// passwdShell returns the shell field of line when it is name's entry.
+func passwdShell(line []byte, name string) (string, bool) {
+	f := bytes.Split(line, []byte(":"))
+	if len(f) != 7 || string(f[0]) != name {
+		return "", false
+	}
+	sh := strings.TrimSpace(string(f[6]))
+	if sh == "" {
+		sh = defaultShell
+	}
+	return sh, true
+}
+
+func shellFromGetent(name string) (string, bool) {
+	if strings.ContainsAny(name, ":\n\x00") || strings.HasPrefix(name, "-") {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "getent", "passwd", name).Output()
+	if err != nil || len(out) > maxPasswdLine {
+		return "", false
+	}
+	return passwdShell(bytes.TrimRight(out, "\n"), name)
+}

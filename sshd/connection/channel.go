@@ -1,0 +1,283 @@
+package connection
+
+import (
+	"context"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// channel is one multiplexed channel. The read loop delivers inbound
+// messages; handler goroutines read, write and send requests.
+type channel struct {
+	m      *mux
+	id     uint32 // our channel number
+	remote uint32 // the peer's channel number
+	kind   string
+	ctx    context.Context // ends when the channel or connection dies
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	cond      sync.Cond
+	in        ring
+	inWindow  uint32 // bytes the peer may still send
+	consumed  uint32 // bytes read since the last WINDOW_ADJUST
+	eofIn     bool
+	dead      bool // peer closed or connection gone
+	outWindow uint32
+	peerMax   uint32
+
+	sendMu    sync.RWMutex // data senders hold R; EOF/CLOSE hold W
+	sentEOF   bool
+	sentClose bool
+	gotClose  bool // read loop only
+
+	ctlMu  sync.Mutex // guards ctlBuf
+	ctlBuf []byte
+
+	reqs     chan requestMsg
+	reqsOnce sync.Once
+
+	stdout, stderr dataWriter
+}
+
+func newChannel(m *mux, id uint32, o openMsg) *channel {
+	c := &channel{m: m, id: id, remote: o.sender, kind: o.kind, inWindow: m.cfg.window,
+		outWindow: o.window, peerMax: min(o.maxPacket, sendChunk)}
+	c.cond.L = &c.mu
+	c.ctx, c.cancel = context.WithCancel(m.ctx)
+	c.stdout = dataWriter{c: c}
+	c.stderr = dataWriter{c: c, ext: extendedDataStderr}
+	return c
+}
+
+// Read reads channel data from the peer; it returns io.EOF after the
+// peer's EOF or when the channel is closed.
+func (c *channel) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.mu.Lock()
+	for c.in.len() == 0 && !c.eofIn && !c.dead {
+		c.cond.Wait()
+	}
+	if c.in.len() == 0 {
+		c.mu.Unlock()
+		return 0, io.EOF
+	}
+	n := c.in.read(p)
+	c.consumed += uint32(n)
+	adj := c.takeAdjustLocked()
+	c.mu.Unlock()
+	if adj > 0 {
+		c.sendAdjust(adj)
+	}
+	return n, nil
+}
+
+// takeAdjustLocked returns the window to give back once half the window
+// has been consumed.
+func (c *channel) takeAdjustLocked() uint32 {
+	if c.consumed < c.m.cfg.window/2 || c.dead {
+		return 0
+	}
+	adj := c.consumed
+	c.inWindow += adj
+	c.consumed = 0
+	return adj
+}
+
+func (c *channel) sendAdjust(n uint32) {
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	c.ctlBuf = appendWindowAdjust(c.ctlBuf[:0], c.remote, n)
+	c.sendControl(c.ctlBuf)
+}
+
+// sendControl sends a message that must not follow our CLOSE.
+func (c *channel) sendControl(p []byte) error {
+	c.sendMu.RLock()
+	defer c.sendMu.RUnlock()
+	if c.sentClose {
+		return ErrClosed
+	}
+	return c.m.pc.WritePacket(p)
+}
+
+// Write sends data to the peer.
+func (c *channel) Write(p []byte) (int, error) { return c.stdout.Write(p) }
+
+// ReadFrom sends everything r yields as channel data, without an
+// intermediate copy.
+func (c *channel) ReadFrom(r io.Reader) (int64, error) { return c.stdout.ReadFrom(r) }
+
+// Close sends EOF and CLOSE.
+func (c *channel) Close() error {
+	c.CloseWrite()
+	c.sendClose()
+	return nil
+}
+
+// CloseWrite sends EOF once.
+func (c *channel) CloseWrite() error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if c.sentEOF || c.sentClose {
+		return nil
+	}
+	c.sentEOF = true
+	return c.m.pc.WritePacket(appendChannelMsg(nil, wire.MsgChannelEOF, c.remote))
+}
+
+// sendClose sends CLOSE once; later data sends fail.
+func (c *channel) sendClose() {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if c.sentClose {
+		return
+	}
+	c.sentClose = true
+	c.m.pc.WritePacket(appendChannelMsg(nil, wire.MsgChannelClose, c.remote))
+}
+
+// sendRequest sends a channel request without asking for a reply.
+func (c *channel) sendRequest(kind string, payload []byte) error {
+	b := appendRequestHeader(nil, c.remote, kind, false)
+	return c.sendControl(append(b, payload...))
+}
+
+// reply answers a channel request that asked for one.
+func (c *channel) reply(r requestMsg, ok bool) {
+	if !r.wantReply {
+		return
+	}
+	msg := byte(wire.MsgChannelFailure)
+	if ok {
+		msg = wire.MsgChannelSuccess
+	}
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	c.ctlBuf = appendChannelMsg(c.ctlBuf[:0], msg, c.remote)
+	c.sendControl(c.ctlBuf)
+}
+
+// reserve waits for send window and takes up to n bytes of it.
+func (c *channel) reserve(n int) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.outWindow == 0 && !c.dead {
+		c.cond.Wait()
+	}
+	if c.dead {
+		return 0, ErrClosed
+	}
+	k := min(uint32(min(n, math.MaxInt32)), c.outWindow, c.peerMax)
+	c.outWindow -= k
+	return int(k), nil
+}
+
+// kill marks the channel dead and wakes everyone waiting on it.
+func (c *channel) kill() {
+	c.mu.Lock()
+	c.dead = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	c.cancel()
+	c.reqsOnce.Do(func() {
+		if c.reqs != nil {
+			close(c.reqs)
+		}
+	})
+}
+
+// dataWriter sends DATA (ext 0) or EXTENDED_DATA, reusing one buffer.
+type dataWriter struct {
+	c   *channel
+	ext uint32
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *dataWriter) hdrLen() int {
+	if w.ext != 0 {
+		return extDataHeaderLen
+	}
+	return dataHeaderLen
+}
+
+func (w *dataWriter) init() int {
+	if w.buf == nil {
+		w.buf = make([]byte, extDataHeaderLen+sendChunk)
+	}
+	return w.hdrLen()
+}
+
+func (w *dataWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hdr := w.init()
+	done := 0
+	for done < len(p) {
+		k := copy(w.buf[hdr:], p[done:])
+		if err := w.send(hdr, k); err != nil {
+			return done, err
+		}
+		done += k
+	}
+	return done, nil
+}
+
+// ReadFrom reads from r straight into the packet buffer.
+func (w *dataWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hdr := w.init()
+	var total int64
+	for {
+		k, err := r.Read(w.buf[hdr:])
+		if k > 0 {
+			if serr := w.send(hdr, k); serr != nil {
+				return total, serr
+			}
+			total += int64(k)
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// send transmits buf[off:off+n] in packets the window and the peer's
+// maximum allow, writing each header in place before its payload.
+func (w *dataWriter) send(off, n int) error {
+	for n > 0 {
+		k, err := w.c.reserve(n)
+		if err != nil {
+			return err
+		}
+		start := putDataHeader(w.buf, off, w.c.remote, w.ext, k)
+		if err := w.c.sendData(w.buf[start : off+k]); err != nil {
+			return err
+		}
+		off += k
+		n -= k
+	}
+	return nil
+}
+
+func (c *channel) sendData(p []byte) error {
+	c.sendMu.RLock()
+	defer c.sendMu.RUnlock()
+	if c.sentEOF || c.sentClose {
+		return ErrClosed
+	}
+	return c.m.pc.WritePacket(p)
+}
+
+// stderrWriter returns the writer for extended data 1.
+func (c *channel) stderrWriter() io.Writer { return &c.stderr }

@@ -1,0 +1,380 @@
+package connection
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// client is a minimal SSH connection-layer client for tests, speaking
+// to Serve over a memConn pair. It checks the server keeps the rules.
+type client struct {
+	t        testing.TB
+	pc       *memConn
+	server   *memConn
+	serveErr chan error
+
+	mu      sync.Mutex
+	chans   map[uint32]*cchan
+	nextID  uint32
+	globals chan byte
+	faults  []string
+	done    chan struct{}
+}
+
+// cchan is a client channel.
+type cchan struct {
+	cl     *client
+	id     uint32
+	remote uint32
+	opened chan error
+
+	mu         sync.Mutex
+	cond       sync.Cond
+	stdout     bytes.Buffer
+	stderr     bytes.Buffer
+	sink       io.Writer // when set, stdout goes here instead
+	eof        bool
+	closed     bool
+	sentClose  bool
+	sendWin    uint32 // window the server granted us
+	maxPacket  uint32 // server's max packet
+	recvWin    uint32 // window we granted
+	recvMax    uint32
+	initWin    uint32
+	consumed   uint32
+	autoAdjust bool
+	replies    chan bool
+	exitStatus int // -1 until received
+	exitSignal string
+	core       bool
+	order      []string // "data", "eof", "exit", "close" as received
+}
+
+func startClient(t testing.TB, cfg *Config, p *perm.Permissions) *client {
+	t.Helper()
+	return startClientCtx(t, context.Background(), cfg, p)
+}
+
+func startClientCtx(t testing.TB, ctx context.Context, cfg *Config, p *perm.Permissions) *client {
+	srv, cli := memPipe()
+	c := &client{t: t, pc: cli, server: srv, serveErr: make(chan error, 1),
+		chans: map[uint32]*cchan{}, globals: make(chan byte, 16), done: make(chan struct{})}
+	go func() { c.serveErr <- Serve(ctx, srv, p, cfg) }()
+	go c.loop()
+	t.Cleanup(func() { c.pc.Close(); c.wait(t) })
+	return c
+}
+
+// wait returns Serve's result, failing the test if it takes too long.
+func (c *client) wait(t testing.TB) error {
+	select {
+	case err := <-c.serveErr:
+		c.serveErr <- err
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Serve did not return")
+		return nil
+	}
+}
+
+func (c *client) fault(format string, args ...any) {
+	c.mu.Lock()
+	c.faults = append(c.faults, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+}
+
+func (c *client) checkFaults(t testing.TB) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.faults {
+		t.Errorf("server broke the protocol: %s", f)
+	}
+}
+
+func (c *client) send(p []byte) {
+	c.pc.WritePacket(p)
+}
+
+func (c *client) loop() {
+	defer close(c.done)
+	defer c.closeAll()
+	for {
+		p, err := c.pc.ReadPacket()
+		if err != nil {
+			return
+		}
+		c.dispatch(p)
+	}
+}
+
+func (c *client) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range c.chans {
+		ch.mu.Lock()
+		ch.closed = true
+		ch.cond.Broadcast()
+		ch.mu.Unlock()
+		select {
+		case ch.opened <- io.EOF:
+		default:
+		}
+	}
+}
+
+func (c *client) dispatch(p []byte) {
+	switch p[0] {
+	case wire.MsgRequestSuccess, wire.MsgRequestFailure:
+		c.globals <- p[0]
+		return
+	case wire.MsgGlobalRequest:
+		r, _ := parseGlobalRequest(p)
+		if r.wantReply {
+			c.send([]byte{wire.MsgRequestFailure})
+		}
+		return
+	}
+	id, ok := channelID(p)
+	c.mu.Lock()
+	ch := c.chans[id]
+	c.mu.Unlock()
+	if !ok || ch == nil {
+		c.fault("message %d for unknown client channel %d", p[0], id)
+		return
+	}
+	ch.handle(p)
+}
+
+func (ch *cchan) handle(p []byte) {
+	r := wire.NewReader(p[5:])
+	switch p[0] {
+	case wire.MsgChannelOpenConfirm:
+		ch.mu.Lock()
+		ch.remote, ch.sendWin, ch.maxPacket = r.Uint32("s"), r.Uint32("w"), r.Uint32("m")
+		ch.mu.Unlock()
+		ch.opened <- nil
+	case wire.MsgChannelOpenFailure:
+		reason := r.Uint32("reason")
+		ch.opened <- fmt.Errorf("open failed: %d %s", reason, r.String("desc"))
+	case wire.MsgChannelWindowAdjust:
+		ch.mu.Lock()
+		ch.sendWin += r.Uint32("n")
+		ch.cond.Broadcast()
+		ch.mu.Unlock()
+	case wire.MsgChannelData, wire.MsgChannelExtendedData:
+		ch.data(p)
+	case wire.MsgChannelEOF:
+		ch.event("eof", func() { ch.eof = true })
+	case wire.MsgChannelClose:
+		ch.event("close", func() { ch.closed = true })
+		ch.closeBack()
+	case wire.MsgChannelRequest:
+		ch.request(p)
+	case wire.MsgChannelSuccess, wire.MsgChannelFailure:
+		ch.replies <- p[0] == wire.MsgChannelSuccess
+	}
+}
+
+func (ch *cchan) event(name string, f func()) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.closed {
+		ch.cl.fault("%s after CLOSE on channel %d", name, ch.id)
+	}
+	ch.order = append(ch.order, name)
+	f()
+	ch.cond.Broadcast()
+}
+
+func (ch *cchan) closeBack() {
+	ch.mu.Lock()
+	send := !ch.sentClose
+	ch.sentClose = true
+	ch.mu.Unlock()
+	if send {
+		ch.cl.send(appendChannelMsg(nil, wire.MsgChannelClose, ch.remote))
+	}
+}
+
+func (ch *cchan) data(p []byte) {
+	d, ext, ok := parseData(p)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	switch {
+	case !ok:
+		ch.cl.fault("malformed data")
+	case uint32(len(d)) > ch.recvWin:
+		ch.cl.fault("server sent %d bytes with window %d", len(d), ch.recvWin)
+	case uint32(len(d)) > ch.recvMax:
+		ch.cl.fault("server sent %d bytes with max packet %d", len(d), ch.recvMax)
+	case ch.eof || ch.closed:
+		ch.cl.fault("data after EOF/CLOSE")
+	}
+	ch.recvWin -= min(uint32(len(d)), ch.recvWin)
+	if len(ch.order) == 0 || ch.order[len(ch.order)-1] != "data" {
+		ch.order = append(ch.order, "data")
+	}
+	switch {
+	case ext == extendedDataStderr:
+		ch.stderr.Write(d)
+	case ch.sink != nil:
+		ch.sink.Write(d)
+	default:
+		ch.stdout.Write(d)
+	}
+	ch.consumed += uint32(len(d))
+	if ch.autoAdjust && ch.consumed >= ch.initWin/2 {
+		ch.recvWin += ch.consumed
+		ch.cl.send(appendWindowAdjust(nil, ch.remote, ch.consumed))
+		ch.consumed = 0
+	}
+	ch.cond.Broadcast()
+}
+
+func (ch *cchan) request(p []byte) {
+	req, err := parseChannelRequest(p)
+	if err != nil {
+		ch.cl.fault("bad request: %v", err)
+		return
+	}
+	r := wire.NewReader(req.payload)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	switch req.kind {
+	case "exit-status":
+		ch.exitStatus = int(r.Uint32("status"))
+	case "exit-signal":
+		ch.exitSignal, ch.core = r.String("sig"), r.Bool("core")
+	}
+	ch.order = append(ch.order, "exit")
+	ch.cond.Broadcast()
+}
+
+// open opens a channel of kind with the given window and max packet.
+func (c *client) open(kind string, window, maxPacket uint32, extra []byte) (*cchan, error) {
+	c.mu.Lock()
+	ch := &cchan{cl: c, id: c.nextID, opened: make(chan error, 1), replies: make(chan bool, 64),
+		recvWin: window, recvMax: maxPacket, initWin: window, autoAdjust: true, exitStatus: -1}
+	ch.cond.L = &ch.mu
+	c.chans[ch.id] = ch
+	c.nextID++
+	c.mu.Unlock()
+	b := wire.AppendString([]byte{wire.MsgChannelOpen}, kind)
+	b = wire.AppendUint32(b, ch.id)
+	b = wire.AppendUint32(b, window)
+	b = wire.AppendUint32(b, maxPacket)
+	c.send(append(b, extra...))
+	select {
+	case err := <-ch.opened:
+		return ch, err
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("open timed out")
+	}
+}
+
+func (c *client) session(t testing.TB) *cchan {
+	t.Helper()
+	ch, err := c.open("session", 1<<20, 32768, nil)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	return ch
+}
+
+// req sends a channel request and, when wantReply, returns the answer.
+func (ch *cchan) req(kind string, wantReply bool, payload []byte) bool {
+	b := appendRequestHeader(nil, ch.remote, kind, wantReply)
+	ch.cl.send(append(b, payload...))
+	if !wantReply {
+		return true
+	}
+	select {
+	case ok := <-ch.replies:
+		return ok
+	case <-time.After(10 * time.Second):
+		ch.cl.t.Errorf("no reply to %s", kind)
+		return false
+	}
+}
+
+func (ch *cchan) exec(cmd string) bool {
+	return ch.req("exec", true, wire.AppendString(nil, cmd))
+}
+
+// write sends data, honouring the server's window and max packet.
+func (ch *cchan) write(p []byte) error {
+	for len(p) > 0 {
+		ch.mu.Lock()
+		for ch.sendWin == 0 && !ch.closed {
+			ch.cond.Wait()
+		}
+		if ch.closed {
+			ch.mu.Unlock()
+			return io.ErrClosedPipe
+		}
+		n := min(uint32(len(p)), ch.sendWin, ch.maxPacket)
+		ch.sendWin -= n
+		ch.mu.Unlock()
+		b := appendChannelMsg(nil, wire.MsgChannelData, ch.remote)
+		ch.cl.send(wire.AppendBytes(b, p[:n]))
+		p = p[n:]
+	}
+	return nil
+}
+
+func (ch *cchan) sendEOF() { ch.cl.send(appendChannelMsg(nil, wire.MsgChannelEOF, ch.remote)) }
+
+// waitClosed waits for the server's CLOSE.
+func (ch *cchan) waitClosed(t testing.TB) {
+	t.Helper()
+	deadline := time.AfterFunc(15*time.Second, func() {
+		ch.mu.Lock()
+		ch.closed = true
+		ch.order = append(ch.order, "TIMEOUT")
+		ch.cond.Broadcast()
+		ch.mu.Unlock()
+	})
+	defer deadline.Stop()
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for !ch.closed {
+		ch.cond.Wait()
+	}
+	if n := len(ch.order); n > 0 && ch.order[n-1] == "TIMEOUT" {
+		t.Fatalf("channel %d: no CLOSE from server (events %v)", ch.id, ch.order)
+	}
+}
+
+// Reader wraps the channel's stdout for pkg/sftp and io tests.
+func (ch *cchan) Read(p []byte) (int, error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for ch.stdout.Len() == 0 && !ch.eof && !ch.closed {
+		ch.cond.Wait()
+	}
+	if ch.stdout.Len() == 0 {
+		return 0, io.EOF
+	}
+	return ch.stdout.Read(p)
+}
+
+func (ch *cchan) Write(p []byte) (int, error) {
+	if err := ch.write(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (ch *cchan) Close() error { ch.sendEOF(); return nil }
+
+func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }

@@ -1,0 +1,167 @@
+package connection
+
+import (
+	"sync"
+	"time"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// globalRequest answers SSH_MSG_GLOBAL_REQUEST as OpenSSH's sshd does:
+// keepalive and everything unknown get REQUEST_FAILURE; no-more-sessions
+// is honoured.
+func (m *mux) globalRequest(p []byte) error {
+	r, err := parseGlobalRequest(p)
+	if err != nil {
+		return protoErr(-1, err, "malformed global request")
+	}
+	ok := false
+	switch r.kind {
+	case "no-more-sessions@openssh.com":
+		m.noMoreSessions = true
+		ok = true
+	case "keepalive@openssh.com":
+	default:
+		m.log.Debug("connection: refused global request", "type", trunc(r.kind))
+	}
+	if r.wantReply {
+		msg := byte(wire.MsgRequestFailure)
+		if ok {
+			msg = wire.MsgRequestSuccess
+		}
+		m.ctl.send([]byte{msg})
+	}
+	return nil
+}
+
+// trunc bounds peer-supplied strings before they reach logs.
+func trunc(s string) string {
+	if len(s) > maxRequestTypeLen {
+		return s[:maxRequestTypeLen] + "..."
+	}
+	return s
+}
+
+func nowNano() int64 { return time.Now().UnixNano() }
+
+// startKeepalive probes a silent peer with keepalive@openssh.com.
+func (m *mux) startKeepalive() {
+	iv := m.cfg.ClientAliveInterval
+	if iv <= 0 {
+		return
+	}
+	m.lastRead.Store(nowNano())
+	m.wg.Go(func() {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-t.C:
+				m.probe(iv)
+			}
+		}
+	})
+}
+
+func (m *mux) probe(iv time.Duration) {
+	if time.Duration(nowNano()-m.lastRead.Load()) < iv {
+		return
+	}
+	if int(m.probes.Add(1)) > m.cfg.ClientAliveCountMax {
+		m.log.Info("connection: client alive timeout")
+		m.ctl.fail(&ProtocolError{Reason: wire.DisconnectByApplication, Channel: -1, Msg: "client alive timeout"})
+		m.pc.Close()
+		return
+	}
+	b := wire.AppendString([]byte{wire.MsgGlobalRequest}, "keepalive@openssh.com")
+	m.ctl.send(wire.AppendBool(b, true))
+}
+
+// maxCtlQueue bounds the messages the read loop may queue for a peer
+// that does not read.
+const maxCtlQueue = 4096
+
+// ctlQueue sends messages produced by the read loop from another
+// goroutine, so the read loop never blocks in WritePacket (which may wait
+// for a key exchange that only the read loop can finish).
+type ctlQueue struct {
+	pc      wire.PacketConn
+	mu      sync.Mutex
+	cond    sync.Cond
+	q       [][]byte
+	closed  bool
+	failure error
+	done    chan struct{}
+}
+
+func newCtlQueue(pc wire.PacketConn) *ctlQueue {
+	c := &ctlQueue{pc: pc, done: make(chan struct{})}
+	c.cond.L = &c.mu
+	go c.run()
+	return c
+}
+
+func (c *ctlQueue) send(p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if len(c.q) >= maxCtlQueue {
+		c.setFailLocked(protoErr(-1, nil, "peer does not read: %d replies queued", len(c.q)))
+		return
+	}
+	c.q = append(c.q, p)
+	c.cond.Signal()
+}
+
+func (c *ctlQueue) fail(err error) {
+	c.mu.Lock()
+	c.setFailLocked(err)
+	c.mu.Unlock()
+}
+
+func (c *ctlQueue) setFailLocked(err error) {
+	if c.failure == nil {
+		c.failure = err
+	}
+}
+
+// err reports a failure the read loop must act on.
+func (c *ctlQueue) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failure
+}
+
+func (c *ctlQueue) run() {
+	defer close(c.done)
+	for {
+		c.mu.Lock()
+		for len(c.q) == 0 && !c.closed {
+			c.cond.Wait()
+		}
+		if len(c.q) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		p := c.q[0]
+		c.q[0] = nil
+		c.q = c.q[1:]
+		c.mu.Unlock()
+		if err := c.pc.WritePacket(p); err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// close flushes what is queued and stops the sender.
+func (c *ctlQueue) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.cond.Signal()
+	c.mu.Unlock()
+	<-c.done
+}

@@ -1,0 +1,276 @@
+package connection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// mux is the state of one connection.
+type mux struct {
+	pc    wire.PacketConn
+	cfg   *settings
+	perm  *perm.Permissions
+	log   *slog.Logger
+	addrs Addrs
+	ctx   context.Context
+
+	mu             sync.Mutex // guards chans and sessions
+	chans          map[uint32]*channel
+	nextID         uint32
+	sessions       int
+	noMoreSessions bool
+	wg             sync.WaitGroup // handler goroutines
+	ctl            *ctlQueue
+	lastRead       atomic.Int64 // unix nanos of the last packet, for keepalive
+	probes         atomic.Int32 // unanswered keepalives
+	acct           accountOnce
+}
+
+// Serve runs the connection protocol on pc for the user p authenticated
+// as. It returns nil when the peer disconnects, a *ProtocolError when the
+// peer broke the protocol (after sending DISCONNECT when pc is a
+// wire.Disconnector), or the context's error. Before returning it closes
+// all channels, kills and reaps all child processes and closes pc.
+func Serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Config) error {
+	if p == nil {
+		p = &perm.Permissions{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := &mux{pc: pc, cfg: cfg.settings(), perm: p, ctx: ctx, chans: map[uint32]*channel{},
+		addrs: addrsFrom(ctx, pc)}
+	m.log = m.cfg.Logger.With("user", p.User)
+	m.ctl = newCtlQueue(pc)
+	stop := context.AfterFunc(ctx, func() { pc.Close() })
+	defer stop()
+	m.startKeepalive()
+	err := m.loop()
+	return m.finish(ctx, cancel, err)
+}
+
+// finish tears the connection down and picks the error to return.
+func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) error {
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		m.log.Warn("connection: disconnecting peer", "err", err)
+		if d, ok := m.pc.(wire.Disconnector); ok {
+			d.Disconnect(pe.Reason, pe.Msg)
+		}
+	}
+	ctxErr := ctx.Err()
+	cancel()
+	m.pc.Close()
+	m.mu.Lock()
+	for _, c := range m.chans {
+		c.kill()
+	}
+	m.mu.Unlock()
+	m.ctl.close()
+	m.wg.Wait()
+	switch {
+	case pe != nil:
+		return pe
+	case ctxErr != nil:
+		return fmt.Errorf("connection: %w", ctxErr)
+	case err == nil || errors.Is(err, io.EOF):
+		return nil
+	}
+	return fmt.Errorf("connection: read: %w", err)
+}
+
+// loop reads and dispatches packets until an error.
+func (m *mux) loop() error {
+	for {
+		p, err := m.pc.ReadPacket()
+		if err != nil {
+			if cerr := m.ctl.err(); cerr != nil {
+				return cerr
+			}
+			return err
+		}
+		m.lastRead.Store(nowNano())
+		if len(p) == 0 {
+			return protoErr(-1, nil, "empty packet")
+		}
+		if err := m.dispatch(p); err != nil {
+			return err
+		}
+		if err := m.ctl.err(); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *mux) dispatch(p []byte) error {
+	switch t := p[0]; {
+	case t == wire.MsgGlobalRequest:
+		return m.globalRequest(p)
+	case t == wire.MsgRequestSuccess || t == wire.MsgRequestFailure:
+		m.probes.Store(0)
+		return nil
+	case t == wire.MsgChannelOpen:
+		return m.open(p)
+	case t >= wire.MsgChannelWindowAdjust && t <= wire.MsgChannelFailure:
+		return m.channelMsg(p)
+	case t >= wire.MsgUserAuthRequest && t < wire.MsgGlobalRequest, t >= 128:
+		return nil // late auth messages and local extensions are ignored
+	}
+	return protoErr(-1, nil, "unexpected message %d", p[0])
+}
+
+// lookup finds the channel a message is for.
+func (m *mux) lookup(p []byte) (*channel, error) {
+	id, ok := channelID(p)
+	if !ok {
+		return nil, protoErr(-1, wire.ErrShort, "message %d without channel number", p[0])
+	}
+	m.mu.Lock()
+	c := m.chans[id]
+	m.mu.Unlock()
+	if c == nil {
+		return nil, protoErr(int64(id), nil, "message %d for unknown channel", p[0])
+	}
+	if c.gotClose {
+		return nil, protoErr(int64(id), nil, "message %d after CLOSE", p[0])
+	}
+	return c, nil
+}
+
+func (m *mux) channelMsg(p []byte) error {
+	c, err := m.lookup(p)
+	if err != nil {
+		return err
+	}
+	switch p[0] {
+	case wire.MsgChannelWindowAdjust:
+		return m.windowAdjust(c, p)
+	case wire.MsgChannelData, wire.MsgChannelExtendedData:
+		return m.data(c, p)
+	case wire.MsgChannelEOF:
+		return m.eof(c, p)
+	case wire.MsgChannelClose:
+		return m.peerClose(c, p)
+	case wire.MsgChannelRequest:
+		return m.channelRequest(c, p)
+	case wire.MsgChannelSuccess, wire.MsgChannelFailure:
+		m.probes.Store(0)
+		return nil // replies to keepalives; we ask for nothing else
+	}
+	return protoErr(int64(c.id), nil, "unexpected message %d (we open no channels)", p[0])
+}
+
+func (m *mux) windowAdjust(c *channel, p []byte) error {
+	if len(p) != 9 {
+		return protoErr(int64(c.id), wire.ErrShort, "bad WINDOW_ADJUST length %d", len(p))
+	}
+	n := uint64(p[5])<<24 | uint64(p[6])<<16 | uint64(p[7])<<8 | uint64(p[8])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if uint64(c.outWindow)+n > math.MaxUint32 {
+		return protoErr(int64(c.id), nil, "window adjust %d overflows window %d", n, c.outWindow)
+	}
+	c.outWindow += uint32(n)
+	c.cond.Broadcast()
+	return nil
+}
+
+func (m *mux) data(c *channel, p []byte) error {
+	d, ext, ok := parseData(p)
+	if !ok {
+		return protoErr(int64(c.id), wire.ErrShort, "malformed data message")
+	}
+	c.mu.Lock()
+	if uint64(len(d)) > uint64(c.inWindow) {
+		c.mu.Unlock()
+		return protoErr(int64(c.id), nil, "%d bytes of data beyond the window (%d left)", len(d), c.inWindow)
+	}
+	c.inWindow -= uint32(len(d))
+	var adj uint32
+	if ext != 0 || c.eofIn || c.dead {
+		c.consumed += uint32(len(d)) // nobody reads it: give the window back
+		adj = c.takeAdjustLocked()
+	} else {
+		c.in.write(d)
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+	if adj > 0 {
+		m.ctl.send(appendWindowAdjust(nil, c.remote, adj))
+	}
+	return nil
+}
+
+func (m *mux) eof(c *channel, p []byte) error {
+	if len(p) != 5 {
+		return protoErr(int64(c.id), wire.ErrShort, "bad EOF length %d", len(p))
+	}
+	c.mu.Lock()
+	c.eofIn = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	return nil
+}
+
+// peerClose answers the peer's CLOSE and frees the channel number.
+func (m *mux) peerClose(c *channel, p []byte) error {
+	if len(p) != 5 {
+		return protoErr(int64(c.id), wire.ErrShort, "bad CLOSE length %d", len(p))
+	}
+	c.gotClose = true
+	c.kill()
+	c.sendMu.Lock()
+	if !c.sentClose {
+		c.sentClose = true
+		m.ctl.send(appendChannelMsg(nil, wire.MsgChannelClose, c.remote))
+	}
+	c.sendMu.Unlock()
+	m.mu.Lock()
+	m.free(c)
+	m.mu.Unlock()
+	return nil
+}
+
+// free releases a channel number; m.mu is held.
+func (m *mux) free(c *channel) {
+	if m.chans[c.id] != c {
+		return
+	}
+	delete(m.chans, c.id)
+	if c.kind == "session" {
+		m.sessions--
+	}
+}
+
+func (m *mux) channelRequest(c *channel, p []byte) error {
+	r, err := parseChannelRequest(p)
+	if err != nil {
+		return protoErr(int64(c.id), err, "malformed channel request")
+	}
+	c.sendMu.RLock()
+	closing := c.sentClose
+	c.sendMu.RUnlock()
+	switch {
+	case closing:
+		return nil // in flight when we closed; the peer expects no reply
+	case c.reqs == nil:
+		if r.wantReply {
+			m.ctl.send(appendChannelMsg(nil, wire.MsgChannelFailure, c.remote))
+		}
+		return nil
+	}
+	select {
+	case c.reqs <- r:
+		return nil
+	default:
+		return protoErr(int64(c.id), nil, "more than %d channel requests pending", maxQueuedRequests)
+	}
+}

@@ -1,0 +1,212 @@
+package connection
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Limits on terminal requests.
+const (
+	maxTermLen  = 256
+	maxTermDim  = 10000 // rows or columns
+	maxTermPix  = 65535
+	maxModesLen = 4096
+)
+
+// ptyRequest is a parsed pty-req.
+type ptyRequest struct {
+	term  string
+	size  pty.Winsize
+	modes []termMode
+	name  string // /dev/pts/N once allocated
+}
+
+// termMode is one encoded terminal mode (RFC 4254 §8).
+type termMode struct {
+	op  byte
+	arg uint32
+}
+
+func (s *session) ptyReq(b []byte) error {
+	if s.m.perm.NoPTY {
+		return refuse("pty-req", "no-pty set for this login")
+	}
+	if s.pty != nil || s.process() != nil {
+		return refuse("pty-req", "pty already requested or session started")
+	}
+	req, err := parsePTYRequest(b)
+	if err != nil {
+		return err
+	}
+	s.pty = req
+	return nil
+}
+
+func parsePTYRequest(b []byte) (*ptyRequest, error) {
+	r := wire.NewReader(b)
+	term := r.String("TERM")
+	cols, rows := r.Uint32("columns"), r.Uint32("rows")
+	w, h := r.Uint32("width"), r.Uint32("height")
+	modes := r.Bytes("terminal modes")
+	if err := r.Done(); err != nil {
+		return nil, refuse("pty-req", "malformed: %v", err)
+	}
+	if len(term) > maxTermLen || strings.ContainsAny(term, "\x00\n=") {
+		return nil, refuse("pty-req", "bad TERM")
+	}
+	if cols > maxTermDim || rows > maxTermDim || w > maxTermPix || h > maxTermPix {
+		return nil, refuse("pty-req", "absurd terminal size %dx%d (%dx%d px)", cols, rows, w, h)
+	}
+	ms, err := parseModes(modes)
+	if err != nil {
+		return nil, err
+	}
+	if term == "" {
+		term = "vt100"
+	}
+	return &ptyRequest{term: term, modes: ms, size: winsize(cols, rows, w, h)}, nil
+}
+
+func winsize(cols, rows, w, h uint32) pty.Winsize {
+	c := func(v, hi uint32) uint16 { return uint16(min(v, hi)) }
+	return pty.Winsize{Cols: c(cols, maxTermDim), Rows: c(rows, maxTermDim), X: c(w, maxTermPix), Y: c(h, maxTermPix)}
+}
+
+// parseModes decodes opcode/argument pairs up to TTY_OP_END. Opcodes
+// 160 and above have undefined arguments, so parsing stops there, as
+// RFC 4254 §8 prescribes.
+func parseModes(b []byte) ([]termMode, error) {
+	if len(b) > maxModesLen {
+		return nil, refuse("pty-req", "terminal modes too long")
+	}
+	var ms []termMode
+	r := wire.NewReader(b)
+	for r.Len() > 0 {
+		op := r.Byte("opcode")
+		if op == 0 || op >= 160 {
+			break
+		}
+		arg := r.Uint32("argument")
+		if r.Err() != nil {
+			return nil, refuse("pty-req", "malformed terminal modes: %v", r.Err())
+		}
+		ms = append(ms, termMode{op, arg})
+	}
+	return ms, nil
+}
+
+// windowChange resizes the pty (sizes are clamped, never refused).
+func (s *session) windowChange(b []byte) error {
+	r := wire.NewReader(b)
+	cols, rows := r.Uint32("columns"), r.Uint32("rows")
+	w, h := r.Uint32("width"), r.Uint32("height")
+	if err := r.Done(); err != nil {
+		return refuse("window-change", "malformed: %v", err)
+	}
+	if s.pty == nil {
+		return refuse("window-change", "no pty")
+	}
+	s.pty.size = winsize(cols, rows, w, h)
+	if p := s.process(); p != nil && p.pty != nil {
+		return pty.Setsize(p.pty, &s.pty.size)
+	}
+	return nil
+}
+
+// startPTY runs c on a new pseudo-terminal with the requested modes.
+func (s *session) startPTY(c *exec.Cmd) (*process, error) {
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close()
+	if err := s.setupTTY(ptm, tty, c); err != nil {
+		ptm.Close()
+		return nil, err
+	}
+	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.SysProcAttr.Setctty = true
+	c.SysProcAttr.Ctty = 0
+	if err := c.Start(); err != nil {
+		ptm.Close()
+		return nil, err
+	}
+	p := &process{cmd: c, pty: ptm, done: make(chan struct{})}
+	s.later(func() { s.pumpPTYInput(ptm) })
+	s.later(func() { s.supervisePTY(p) })
+	return p, nil
+}
+
+// setupTTY applies size, modes and ownership before the child starts.
+func (s *session) setupTTY(ptm, tty *os.File, c *exec.Cmd) error {
+	if err := pty.Setsize(ptm, &s.pty.size); err != nil {
+		return err
+	}
+	if err := applyModes(tty, s.pty.modes); err != nil {
+		s.m.log.Debug("connection: terminal modes not applied", "err", err)
+	}
+	s.pty.name = tty.Name()
+	c.Env = append(c.Env, "SSH_TTY="+s.pty.name)
+	if cr := c.SysProcAttr.Credential; cr != nil {
+		os.Chown(s.pty.name, int(cr.Uid), ttyGroup(cr.Gid))
+		os.Chmod(s.pty.name, 0o620)
+	}
+	return nil
+}
+
+// ttyGroup is the "tty" group when it exists, else the user's group.
+func ttyGroup(gid uint32) int {
+	if g, err := lookupGroupID("tty"); err == nil {
+		return g
+	}
+	return int(gid)
+}
+
+// pumpPTYInput copies channel data to the pty master. A pty has no
+// half-close, so the peer's EOF just ends the copy.
+func (s *session) pumpPTYInput(ptm *os.File) {
+	buf := make([]byte, stdinBufSize)
+	_, err := io.CopyBuffer(writerOnly{ptm}, readerOnly{s.c}, buf)
+	if err != nil {
+		io.CopyBuffer(io.Discard, readerOnly{s.c}, buf)
+	}
+}
+
+// supervisePTY forwards output until the child exits and the pty is
+// drained (bounded by ptyDrainTime), then reports the exit.
+func (s *session) supervisePTY(p *process) {
+	defer close(p.done)
+	outDone := make(chan struct{})
+	go func() { s.c.stdout.ReadFrom(eioIsEOF{p.pty}); close(outDone) }()
+	st := s.reap(p.cmd, waitProcess(p.cmd))
+	select {
+	case <-outDone:
+	case <-time.After(ptyDrainTime):
+	case <-s.c.ctx.Done():
+	}
+	p.pty.SetReadDeadline(time.Now())
+	<-outDone
+	p.pty.Close()
+	s.finish(st)
+}
+
+// eioIsEOF turns the EIO a pty master returns after the last slave
+// closed into io.EOF.
+type eioIsEOF struct{ f *os.File }
+
+func (r eioIsEOF) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	if errors.Is(err, syscall.EIO) {
+		err = io.EOF
+	}
+	return n, err
+}

@@ -1,0 +1,235 @@
+package connection
+
+import (
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Bounds on what a client may ask of a session.
+const (
+	maxEnvVars     = 64
+	maxEnvName     = 256
+	maxEnvValue    = 32 << 10
+	maxEnvTotal    = 256 << 10
+	maxCommandSize = 256 << 10
+)
+
+// session is the state of one session channel.
+type session struct {
+	m        *mux
+	c        *channel
+	env      []string // accepted client variables, NAME=value
+	envBytes int
+	pty      *ptyRequest
+
+	mu      sync.Mutex
+	proc    *process // set once started
+	started bool
+	pending []func() // goroutines to start once the request is answered
+}
+
+// later queues f to run in a goroutine after the current request's
+// reply, so the reply precedes any output of the started program.
+func (s *session) later(f func()) { s.pending = append(s.pending, f) }
+
+// runPending starts the queued goroutines.
+func (s *session) runPending() {
+	for _, f := range s.pending {
+		s.m.wg.Go(f)
+	}
+	s.pending = nil
+}
+
+// serveSession processes the requests of a session channel in order,
+// until the channel dies.
+func (m *mux) serveSession(c *channel, _ []byte) {
+	s := &session{m: m, c: c}
+	if c.confirm() != nil {
+		return
+	}
+	for r := range c.reqs {
+		ok := s.handle(r)
+		c.reply(r, ok)
+		s.runPending()
+	}
+	s.wait()
+}
+
+// handle runs one request and reports success.
+func (s *session) handle(r requestMsg) bool {
+	var err error
+	switch r.kind {
+	case "env":
+		err = s.setEnv(r.payload)
+	case "pty-req":
+		err = s.ptyReq(r.payload)
+	case "window-change":
+		err = s.windowChange(r.payload)
+	case "signal":
+		err = s.signal(r.payload)
+	case "exec":
+		err = s.exec(r.payload)
+	case "shell":
+		err = s.shell(r.payload)
+	case "subsystem":
+		err = s.subsystem(r.payload)
+	default:
+		err = refuse(trunc(r.kind), "unsupported session request")
+	}
+	if err != nil {
+		s.m.log.Info("connection: session request failed", "channel", s.c.id, "type", trunc(r.kind), "err", err)
+		return false
+	}
+	return true
+}
+
+// wait returns once the session's process (if any) has been reaped.
+func (s *session) wait() {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		<-p.done
+	}
+}
+
+func (s *session) setEnv(b []byte) error {
+	r := wire.NewReader(b)
+	name, value := r.String("name"), r.String("value")
+	if err := r.Done(); err != nil {
+		return refuse("env", "malformed: %v", err)
+	}
+	switch {
+	case len(s.env) >= maxEnvVars:
+		return refuse("env", "more than %d variables", maxEnvVars)
+	case len(name) == 0 || len(name) > maxEnvName || strings.ContainsAny(name, "=\x00"):
+		return refuse("env", "bad variable name")
+	case len(value) > maxEnvValue || s.envBytes+len(name)+len(value) > maxEnvTotal:
+		return refuse("env", "variable %s too large", trunc(name))
+	case strings.IndexByte(value, 0) >= 0:
+		return refuse("env", "NUL in value of %s", trunc(name))
+	case !matchAny(s.m.cfg.AcceptEnv, name):
+		return refuse("env", "%s not in AcceptEnv", trunc(name))
+	}
+	s.env = append(s.env, name+"="+value)
+	s.envBytes += len(name) + len(value)
+	return nil
+}
+
+// matchAny reports whether name matches one of the AcceptEnv patterns.
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if globMatch(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch matches * (any run) and ? (one byte) iteratively, in time
+// linear in len(p)*len(s) at worst.
+func globMatch(p, s string) bool {
+	pi, si, star, mark := 0, 0, -1, 0
+	for si < len(s) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
+			pi++
+			si++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case star >= 0:
+			pi, mark = star+1, mark+1
+			si = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// begin marks the session started; only one program per session.
+func (s *session) begin(req string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return refuse(req, "session already started")
+	}
+	s.started = true
+	return nil
+}
+
+func (s *session) exec(b []byte) error {
+	r := wire.NewReader(b)
+	cmd := r.String("command")
+	if err := r.Done(); err != nil {
+		return refuse("exec", "malformed: %v", err)
+	}
+	if len(cmd) > maxCommandSize || strings.IndexByte(cmd, 0) >= 0 {
+		return refuse("exec", "bad command")
+	}
+	return s.run("exec", cmd, true)
+}
+
+func (s *session) shell(b []byte) error {
+	if len(b) != 0 {
+		return refuse("shell", "trailing bytes")
+	}
+	return s.run("shell", "", false)
+}
+
+func (s *session) subsystem(b []byte) error {
+	r := wire.NewReader(b)
+	name := r.String("subsystem name")
+	if err := r.Done(); err != nil {
+		return refuse("subsystem", "malformed: %v", err)
+	}
+	cmd, ok := s.m.cfg.Subsystems[name]
+	if !ok {
+		return refuse("subsystem", "unknown subsystem %q", trunc(name))
+	}
+	if s.m.perm.ForceCommand != "" {
+		return s.run("subsystem", "", false)
+	}
+	if cmd == InternalSFTP {
+		return s.sftp()
+	}
+	return s.run("subsystem", cmd, false)
+}
+
+// run starts a command (or the login shell when cmd is empty) through
+// the user's shell. A forced command takes precedence; original tells
+// whether cmd is the client's command, for SSH_ORIGINAL_COMMAND.
+func (s *session) run(req, cmd string, original bool) error {
+	if err := s.begin(req); err != nil {
+		return err
+	}
+	var orig *string
+	if fc := s.m.perm.ForceCommand; fc != "" {
+		if original {
+			o := cmd
+			orig = &o
+		}
+		if fc == InternalSFTP {
+			return s.sftpStarted()
+		}
+		cmd = fc
+	}
+	return s.start(req, cmd, orig)
+}
+
+// hostEnvPath is the PATH given to sessions.
+func hostEnvPath(uid uint32) string {
+	if uid == 0 {
+		return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	return "/usr/local/bin:/usr/bin:/bin:/usr/games"
+}
+
+var _ = os.Getuid

@@ -1,0 +1,99 @@
+package connection
+
+import (
+	"io"
+	"os"
+	"os/exec"
+
+	"github.com/pkg/sftp"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// sftp starts the internal-sftp subsystem.
+func (s *session) sftp() error {
+	if err := s.begin("subsystem"); err != nil {
+		return err
+	}
+	return s.sftpStarted()
+}
+
+// sftpStarted serves SFTP in process when no identity change is needed,
+// else in a helper child running as the user: a Go process cannot drop
+// privileges for one goroutine, so in-process serving as root would give
+// every user root's file access.
+func (s *session) sftpStarted() error {
+	a, err := s.m.account()
+	if err != nil {
+		return err
+	}
+	if a.needsSwitch() {
+		return s.sftpHelper(a)
+	}
+	p := &process{done: make(chan struct{})}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	s.later(func() { s.serveSFTP(p, a) })
+	return nil
+}
+
+func (s *session) sftpHelper(a *account) error {
+	argv := s.m.cfg.SFTPHelper
+	if len(argv) == 0 {
+		return refuse("subsystem", "no SFTP helper configured to run as %s", a.name)
+	}
+	c := &exec.Cmd{Path: argv[0], Args: argv}
+	s.prepare(c, a, nil)
+	saved := s.pty
+	s.pty = nil // SFTP speaks binary: never on a terminal
+	defer func() { s.pty = saved }()
+	return s.launch("subsystem", c)
+}
+
+// serveSFTP runs github.com/pkg/sftp over the channel.
+func (s *session) serveSFTP(p *process, a *account) {
+	defer close(p.done)
+	status := uint32(0)
+	srv, err := sftp.NewServer(sftpStream{s.c}, sftp.WithServerWorkingDirectory(a.home))
+	if err == nil {
+		err = srv.Serve()
+		srv.Close()
+	}
+	if err != nil && err != io.EOF {
+		s.m.log.Info("connection: sftp session ended", "err", err)
+		status = 1
+	}
+	s.c.sendRequest("exit-status", wire.AppendUint32(nil, status))
+	s.c.Close()
+}
+
+// sftpStream gives the SFTP server the channel; closing is left to the
+// session, after exit-status.
+type sftpStream struct{ c *channel }
+
+func (t sftpStream) Read(p []byte) (int, error)  { return t.c.Read(p) }
+func (t sftpStream) Write(p []byte) (int, error) { return t.c.Write(p) }
+func (t sftpStream) Close() error                { return nil }
+
+// SFTPServerMain serves SFTP on standard input and output until EOF. The
+// command named by Config.SFTPHelper (by default "offload sftp-server")
+// must call it; the connection layer starts it as the user, in the
+// user's home directory.
+func SFTPServerMain() error {
+	srv, err := sftp.NewServer(stdio{})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if err := srv.Serve(); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+type stdio struct{}
+
+func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
+func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
+func (stdio) Close() error                { return nil }
