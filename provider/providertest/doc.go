@@ -38,6 +38,14 @@
 //   - Bad input: wrong key sizes give a *provider.KeySizeError, algorithms
 //     of another family an error, and neither panics.
 //
+// # Releasing primitives
+//
+// The suite passes every primitive it makes (AEADs, streams, hashes, key
+// agreements, generated signers, ...) to provider.Release as soon as it is
+// done with it, and holds at most two at a time, so providers whose
+// primitives hold device sessions from small pools can run it. Signers
+// handed to TestSigner belong to the caller.
+//
 // # Randomness
 //
 // Inputs come from a seeded generator. The seed is logged; set
