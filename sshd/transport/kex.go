@@ -24,8 +24,8 @@ type handshakeMagics struct {
 // SSH_MSG_KEX_HYBRID_INIT, which has the same number and shape).
 func parseKexECDHInit(p []byte) ([]byte, error) {
 	r := wire.NewReader(p)
-	if r.Byte("message") != wire.MsgKexECDHInit {
-		return nil, protocolError("expected KEX_ECDH_INIT, got message %d", p[0])
+	if t := r.Byte("message"); t != wire.MsgKexECDHInit {
+		return nil, protocolError("expected KEX_ECDH_INIT, got message %d", t)
 	}
 	q := r.Bytes("Q_C")
 	if err := r.Done(); err != nil {
