@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/offload/offload/sshd/config"
+)
+
+// DefaultSshdConfig is read when -f is not given and the file exists.
+const DefaultSshdConfig = "/etc/offload/sshd_config"
+
+// defaultShutdownTimeout is how long SIGTERM lets sessions finish.
+const defaultShutdownTimeout = 30 * time.Second
+
+// sshdOptions are the command-line flags of offload sshd.
+type sshdOptions struct {
+	file            string
+	overrides       listFlag // -o Keyword=value, in order
+	ports           listFlag // -p port
+	test            bool     // -t
+	print           bool     // -T
+	debug           int      // -d, repeatable
+	inetd           bool     // -i
+	logFile         string   // -E
+	shutdownTimeout time.Duration
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// countFlag counts a repeatable boolean flag (-d -d).
+type countFlag struct{ n *int }
+
+func (c countFlag) String() string {
+	if c.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*c.n)
+}
+func (c countFlag) Set(s string) error {
+	if v, err := strconv.ParseBool(s); err != nil || v {
+		*c.n++
+	}
+	return nil
+}
+func (c countFlag) IsBoolFlag() bool { return true }
+
+func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
+	o := &sshdOptions{}
+	fs := newFlagSet("sshd", stderr)
+	fs.StringVar(&o.file, "f", "", "configuration file (default "+DefaultSshdConfig+" when it exists)")
+	fs.Var(&o.overrides, "o", "`Keyword=value` override; wins over the file; repeatable")
+	fs.Var(&o.ports, "p", "`port` to listen on, replacing the file's Port lines; repeatable")
+	fs.BoolVar(&o.test, "t", false, "check the configuration and that the host keys open, then exit")
+	fs.BoolVar(&o.print, "T", false, "print the effective configuration and which provider serves each algorithm, then exit")
+	fs.Var(countFlag{&o.debug}, "d", "debug: stay in the foreground and log at debug level to stderr")
+	fs.BoolVar(&o.inetd, "i", false, "inetd mode: serve one connection on stdin/stdout")
+	fs.StringVar(&o.logFile, "E", "", "append logs to `file` instead of stderr")
+	fs.Bool("D", false, "accepted for sshd compatibility: offload sshd always runs in the foreground")
+	fs.Bool("e", false, "accepted for sshd compatibility: logs go to stderr unless -E is given")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long sessions may finish before they are disconnected")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T] [-d] [-i] [-E logfile]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if o.test && o.print {
+		o.test = false // -T checks too
+	}
+	for _, p := range o.ports {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, usagef("-p %q: not a port", p)
+		}
+	}
+	if o.file == "" {
+		if _, err := os.Stat(DefaultSshdConfig); err == nil {
+			o.file = DefaultSshdConfig
+		}
+	}
+	return o, nil
+}
+
+// loadConfig reads the file with the overrides; -p counts as -o Port.
+func (o *sshdOptions) loadConfig() (*config.Config, error) {
+	overrides := make([]string, 0, len(o.ports)+len(o.overrides))
+	for _, p := range o.ports {
+		overrides = append(overrides, "Port="+p)
+	}
+	overrides = append(overrides, o.overrides...)
+	return config.Load(o.file, overrides)
+}
+
+// cmdSshd is `offload sshd`: the SSH server with the configuration of an
+// sshd_config-style file.
+func cmdSshd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseSshdFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, closeLog, err := o.logger(stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	switch {
+	case o.test || o.print:
+		return checkSshd(ctx, o, stdout, log)
+	case o.inetd:
+		return serveInetd(ctx, o, log)
+	}
+	return runDaemon(ctx, o, log)
+}
+
+// logger returns the text logger to stderr (or -E file). The level is
+// debug with -d, otherwise the configuration's LogLevel; -t and -T log
+// warnings only, so their output stays readable.
+func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
+	w, closeFn := stderr, func() {}
+	if o.logFile != "" {
+		f, err := os.OpenFile(o.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-E: %w", err)
+		}
+		w, closeFn = f, func() { f.Close() }
+	}
+	level := slog.LevelInfo
+	switch {
+	case o.debug > 0:
+		level = slog.LevelDebug
+	case o.test || o.print:
+		level = slog.LevelWarn
+	default:
+		if c, err := o.loadConfig(); err == nil {
+			level = c.SlogLevel()
+		}
+	}
+	return stderrLogger(w, level), closeFn, nil
+}
+
+// checkSshd is -t and -T: everything a start does except listening.
+func checkSshd(ctx context.Context, o *sshdOptions, stdout io.Writer, log *slog.Logger) error {
+	g, err := loadGeneration(ctx, o, nil, log)
+	if err != nil {
+		return err
+	}
+	defer g.retire()
+	if o.print {
+		return printEffective(stdout, g.cfg, g.reg, g.keys)
+	}
+	return nil
+}
+
+// serveInetd serves the one connection on stdin/stdout (-i). SIGTERM
+// disconnects it.
+func serveInetd(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
+	g, err := loadGeneration(ctx, o, nil, log)
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			expired, cancel := context.WithCancel(context.Background())
+			cancel()
+			g.srv.Shutdown(expired)
+		case <-done:
+		}
+	}()
+	g.srv.ServeConn(stdioConn())
+	close(done)
+	g.srv.Shutdown(context.Background())
+	return g.reg.Close()
+}

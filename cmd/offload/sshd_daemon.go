@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/sshd"
+	"github.com/offload/offload/sshd/config"
+)
+
+// generation is one loaded configuration: its registry, host keys and
+// server. A reload makes a new generation for new connections; the old one
+// lives until its last connection ends.
+type generation struct {
+	cfg  *config.Config
+	reg  *provider.Registry
+	keys []hostKey
+	srv  *sshd.Server
+	wg   sync.WaitGroup // connections served by this generation
+}
+
+// loadGeneration reads the configuration and opens everything it names.
+func loadGeneration(ctx context.Context, o *sshdOptions, metrics *provider.Metrics, log *slog.Logger) (*generation, error) {
+	c, err := o.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := sshdRegistry(c, metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{cfg: c, reg: reg}
+	if err := g.open(ctx, log); err != nil {
+		reg.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *generation) open(ctx context.Context, log *slog.Logger) error {
+	var err error
+	if g.keys, err = openHostKeys(ctx, g.cfg, g.reg); err != nil {
+		return err
+	}
+	sc, err := serverConfig(g.cfg, g.reg, signers(g.keys), log)
+	if err != nil {
+		return err
+	}
+	g.srv, err = sshd.NewServer(sc)
+	return err
+}
+
+// retire waits for the generation's last connection to end, then stops
+// its server and closes its registry (token sessions with it). Only a
+// generation that can gain no more connections may retire.
+func (g *generation) retire() {
+	g.wg.Wait()
+	if g.srv != nil {
+		g.srv.Shutdown(context.Background())
+	}
+	g.reg.Close()
+}
+
+// daemon accepts on its listeners and hands each connection to the
+// current generation.
+type daemon struct {
+	o       *sshdOptions
+	log     *slog.Logger
+	metrics *provider.Metrics
+	stats   daemonStats
+
+	mu        sync.Mutex
+	cur       *generation
+	live      []*generation
+	listeners []net.Listener
+	closing   bool
+	conns     sync.WaitGroup
+	retired   sync.WaitGroup
+}
+
+// runDaemon listens and serves until ctx is done (SIGTERM, SIGINT), then
+// shuts down gracefully. SIGHUP reloads.
+func runDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
+	d := &daemon{o: o, log: log, metrics: provider.NewMetrics()}
+	g, err := loadGeneration(ctx, o, d.metrics, log)
+	if err != nil {
+		return err
+	}
+	d.cur, d.live = g, []*generation{g}
+	if err := d.listen(g.cfg.Addrs()); err != nil {
+		g.retire()
+		return err
+	}
+	if g.cfg.MetricsAddress != "" {
+		if err := metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
+			d.stop(0)
+			return fmt.Errorf("MetricsAddress: %w", err)
+		}
+	}
+	removePid, err := writePidFile(g.cfg.PidFile)
+	if err != nil {
+		d.stop(0)
+		return err
+	}
+	defer removePid()
+	log.Info("offload sshd started", "pid", os.Getpid(), "hostkeys", configSummary(g.cfg, g.keys))
+	d.loop(ctx)
+	return nil
+}
+
+func (d *daemon) listen(addrs []string) error {
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, o := range d.listeners {
+				o.Close()
+			}
+			return fmt.Errorf("listen: %w", err)
+		}
+		d.listeners = append(d.listeners, l)
+		d.log.Info("listening", "addr", l.Addr().String())
+	}
+	for _, l := range d.listeners {
+		go d.accept(l)
+	}
+	return nil
+}
+
+// loop waits for signals: SIGHUP reloads, the end of ctx stops.
+func (d *daemon) loop(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			d.reload(ctx)
+		case <-ctx.Done():
+			d.log.Info("shutting down: no new connections; waiting for sessions", "timeout", d.o.shutdownTimeout)
+			d.stop(d.o.shutdownTimeout)
+			return
+		}
+	}
+}
+
+func (d *daemon) accept(l net.Listener) {
+	var delay time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if d.isClosing() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			d.log.Warn("accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		g := d.take()
+		if g == nil {
+			nc.Close()
+			return
+		}
+		d.stats.accepted.Add(1)
+		d.stats.active.Add(1)
+		go func() {
+			defer d.conns.Done()
+			defer g.wg.Done()
+			defer d.stats.active.Add(-1)
+			g.srv.ServeConn(nc)
+		}()
+	}
+}
+
+// take counts a new connection against the current generation. Holding
+// mu makes it impossible for a retired generation to gain a connection
+// after its retirement began waiting for the last one.
+func (d *daemon) take() *generation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return nil
+	}
+	d.conns.Add(1)
+	d.cur.wg.Add(1)
+	return d.cur
+}
+
+func (d *daemon) isClosing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closing
+}
+
+// reload re-reads the configuration and host keys for new connections.
+// A bad configuration is logged and the running one kept.
+func (d *daemon) reload(ctx context.Context) {
+	d.log.Info("SIGHUP: reloading configuration", "file", d.o.file)
+	g, err := loadGeneration(ctx, d.o, d.metrics, d.log)
+	if err != nil {
+		d.stats.reloadErrors.Add(1)
+		d.log.Error("reload refused; keeping the running configuration", "err", err)
+		return
+	}
+	d.mu.Lock()
+	old := d.cur
+	d.cur = g
+	d.live = append(d.live, g)
+	d.mu.Unlock()
+	d.stats.reloads.Add(1)
+	if !slices.Equal(old.cfg.Addrs(), g.cfg.Addrs()) {
+		d.log.Warn("Port/ListenAddress changes take effect at the next restart", "listening", old.cfg.Addrs(), "configured", g.cfg.Addrs())
+	}
+	if old.cfg.MetricsAddress != g.cfg.MetricsAddress || old.cfg.PidFile != g.cfg.PidFile || old.cfg.LogLevel != g.cfg.LogLevel {
+		d.log.Warn("MetricsAddress, PidFile and LogLevel changes take effect at the next restart")
+	}
+	d.log.Info("configuration reloaded", "hostkeys", configSummary(g.cfg, g.keys))
+	d.retired.Add(1)
+	go func() {
+		defer d.retired.Done()
+		old.retire()
+		d.forget(old)
+	}()
+}
+
+func (d *daemon) forget(g *generation) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.live = slices.DeleteFunc(d.live, func(x *generation) bool { return x == g })
+}
+
+// stop closes the listeners, lets connections finish for up to timeout,
+// then disconnects the rest and closes every registry. A second SIGINT or
+// SIGTERM cuts the wait short.
+func (d *daemon) stop(timeout time.Duration) {
+	d.mu.Lock()
+	d.closing = true
+	for _, l := range d.listeners {
+		l.Close()
+	}
+	live := slices.Clone(d.live)
+	d.mu.Unlock()
+	if !waitTimeout(&d.conns, timeout) {
+		d.log.Warn("shutdown timeout: disconnecting remaining connections", "active", d.stats.active.Load())
+	}
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, g := range live {
+		g.srv.Shutdown(expired)
+	}
+	if !waitTimeout(&d.conns, 5*time.Second) {
+		d.log.Error("connections did not end after disconnect", "active", d.stats.active.Load())
+	}
+	for _, g := range live {
+		g.reg.Close()
+	}
+	d.log.Info("offload sshd stopped")
+}
+
+// waitTimeout waits for wg for up to timeout, or until a second SIGINT or
+// SIGTERM. It reports whether wg finished.
+func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+	case <-sig:
+	}
+	return false
+}
+
+// writePidFile writes the process id to path ("" for none) and returns a
+// function that removes the file if it still holds this pid.
+func writePidFile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pid := strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(path, []byte(pid+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("PidFile: %w", err)
+	}
+	return func() {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == pid {
+			os.Remove(path)
+		}
+	}, nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/offload/offload/provider"
+)
+
+// daemonStats are the server-wide counters the daemon keeps itself.
+type daemonStats struct {
+	accepted, active, reloads, reloadErrors atomic.Int64
+}
+
+// metricsCollector exports provider.Metrics snapshots and the daemon's
+// counters. It reads them at scrape time, so nothing is copied between
+// scrapes.
+type metricsCollector struct {
+	m     *provider.Metrics
+	stats *daemonStats
+
+	ops, bytes, errs, latency              *prometheus.Desc
+	accepted, active, reloads, reloadFails *prometheus.Desc
+}
+
+func newMetricsCollector(m *provider.Metrics, stats *daemonStats) *metricsCollector {
+	labels := []string{"provider", "algorithm", "op"}
+	d := func(name, help string, l []string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, l, nil)
+	}
+	return &metricsCollector{m: m, stats: stats,
+		ops:         d("offload_provider_operations_total", "Operations done by a provider for an algorithm.", labels),
+		bytes:       d("offload_provider_bytes_total", "Bytes processed by a provider for an algorithm.", labels),
+		errs:        d("offload_provider_errors_total", "Failed operations of a provider for an algorithm.", labels),
+		latency:     d("offload_provider_latency_seconds_total", "Time spent in timed operations.", labels),
+		accepted:    d("offload_sshd_connections_accepted_total", "TCP connections accepted.", nil),
+		active:      d("offload_sshd_connections_active", "Connections being served.", nil),
+		reloads:     d("offload_sshd_reloads_total", "Configuration reloads (SIGHUP) applied.", nil),
+		reloadFails: d("offload_sshd_reload_failures_total", "Configuration reloads refused (the old configuration stayed).", nil),
+	}
+}
+
+func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.ops, c.bytes, c.errs, c.latency, c.accepted, c.active, c.reloads, c.reloadFails} {
+		ch <- d
+	}
+}
+
+func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.m.Snapshot() {
+		l := []string{s.Provider, s.Algorithm, s.Op}
+		ch <- prometheus.MustNewConstMetric(c.ops, prometheus.CounterValue, float64(s.Ops), l...)
+		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(s.Bytes), l...)
+		ch <- prometheus.MustNewConstMetric(c.errs, prometheus.CounterValue, float64(s.Errors), l...)
+		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.CounterValue, s.Latency.Seconds(), l...)
+	}
+	ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(c.stats.accepted.Load()))
+	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(c.stats.active.Load()))
+	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.stats.reloads.Load()))
+	ch <- prometheus.MustNewConstMetric(c.reloadFails, prometheus.CounterValue, float64(c.stats.reloadErrors.Load()))
+}
+
+// metricsServer serves /metrics on addr until ctx is done. The listener is
+// opened before it returns, so a bad address fails the start.
+func metricsServer(ctx context.Context, addr string, m *provider.Metrics, stats *daemonStats, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(newMetricsCollector(m, stats)); err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "addr", addr, "err", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", l.Addr().String(), "path", "/metrics")
+	return nil
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"os"
+	"time"
+)
+
+// stdioConn returns the connection inetd mode (-i) serves: stdin itself
+// when it is a socket (inetd, systemd Accept=yes), otherwise stdin and
+// stdout joined (a pipe, as OpenSSH's regress harness and ProxyCommand
+// use).
+func stdioConn() net.Conn {
+	if c, err := net.FileConn(os.Stdin); err == nil {
+		return c
+	}
+	return &pipeConn{r: os.Stdin, w: os.Stdout}
+}
+
+// pipeConn is a net.Conn over two files. Deadlines apply where the files
+// support them (pipes do) and are otherwise ignored.
+type pipeConn struct {
+	r, w *os.File
+}
+
+func (c *pipeConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
+func (c *pipeConn) Write(b []byte) (int, error) { return c.w.Write(b) }
+
+func (c *pipeConn) Close() error {
+	return errors.Join(c.r.Close(), c.w.Close())
+}
+
+func (c *pipeConn) LocalAddr() net.Addr  { return pipeAddr("stdout") }
+func (c *pipeConn) RemoteAddr() net.Addr { return pipeAddr("stdin") }
+
+func (c *pipeConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+func (c *pipeConn) SetReadDeadline(t time.Time) error {
+	return ignoreNoDeadline(c.r.SetReadDeadline(t))
+}
+func (c *pipeConn) SetWriteDeadline(t time.Time) error {
+	return ignoreNoDeadline(c.w.SetWriteDeadline(t))
+}
+
+func ignoreNoDeadline(err error) error {
+	if errors.Is(err, os.ErrNoDeadline) {
+		return nil
+	}
+	return err
+}
+
+type pipeAddr string
+
+func (a pipeAddr) Network() string { return "pipe" }
+func (a pipeAddr) String() string  { return string(a) }

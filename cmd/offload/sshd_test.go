@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/config"
+)
+
+// writeHostKey writes an OpenSSH ed25519 private key file and returns its path.
+func writeHostKey(t *testing.T, dir string) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ssh_host_ed25519_key")
+	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeConfig writes an sshd_config with a fresh host key and returns its path.
+func writeConfig(t *testing.T, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	key := writeHostKey(t, dir)
+	text := "Port 2222\nListenAddress 127.0.0.1\nHostKey " + key + "\nCalibrationCache none\n" + extra
+	path := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runSshd(args ...string) (stdout, stderr string, err error) {
+	var out, errb bytes.Buffer
+	err = cmdSshd(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestSshdCheckOK(t *testing.T) {
+	cfg := writeConfig(t, "")
+	out, _, err := runSshd("-t", "-f", cfg)
+	if err != nil || out != "" {
+		t.Fatalf("-t: %v, output %q", err, out)
+	}
+}
+
+func TestSshdCheckBadConfig(t *testing.T) {
+	cfg := writeConfig(t, "MaxAuthTries lots\n")
+	_, _, err := runSshd("-t", "-f", cfg)
+	var le *config.LineError
+	if !errors.As(err, &le) || le.Line != 5 || le.Keyword != "MaxAuthTries" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSshdCheckMissingHostKey(t *testing.T) {
+	cfg := writeConfig(t, "HostKey /nonexistent/key\n")
+	_, _, err := runSshd("-t", "-f", cfg)
+	if err == nil || !strings.Contains(err.Error(), "HostKey /nonexistent/key") {
+		t.Fatalf("err = %v", err)
+	}
+	_, _, err = runSshd("-t", "-o", "CalibrationCache=none")
+	if err == nil || !strings.Contains(err.Error(), "no HostKey") {
+		t.Fatalf("no host key: err = %v", err)
+	}
+}
+
+func TestSshdCheckOverride(t *testing.T) {
+	cfg := writeConfig(t, "")
+	_, _, err := runSshd("-t", "-f", cfg, "-o", "Ciphers=rot13")
+	var le *config.LineError
+	if !errors.As(err, &le) || le.File != config.CommandLine {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSshdPrint(t *testing.T) {
+	cfg := writeConfig(t, "ProviderMap aes128-gcm=software\nCryptoPolicy fastest\n")
+	out, _, err := runSshd("-T", "-f", cfg, "-p", "2022", "-o", "MaxSessions=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"port 2022\n", "listenaddress 127.0.0.1:2022\n", "maxsessions 3\n", "providermap aes128-gcm=software\n",
+		"# cipher aes128-gcm@openssh.com: aes128-gcm by software (pinned to \"software\")\n",
+		"# kex mlkem768x25519-sha256: ml-kem-768 by software",
+		"# hostkey ", "ssh-ed25519 SHA256:", "held by software\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-T output lacks %q:\n%s", want, out)
+		}
+	}
+	// The output is itself a valid configuration.
+	if _, err := config.Parse("printed", strings.NewReader(out), nil); err != nil {
+		t.Errorf("-T output does not parse: %v", err)
+	}
+}
+
+func TestSshdFlags(t *testing.T) {
+	for _, args := range [][]string{{"-p", "x"}, {"-p", "70000"}, {"extra"}} {
+		if _, _, err := runSshd(append([]string{"-t"}, args...)...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	o, err := parseSshdFlags([]string{"-d", "-d", "-o", "Port=1", "-p", "2", "-f", "x"}, new(bytes.Buffer))
+	if err != nil || o.debug != 2 || o.file != "x" || len(o.overrides) != 1 || len(o.ports) != 1 {
+		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+func TestSshdPasswordAuthRefused(t *testing.T) {
+	cfg := writeConfig(t, "PasswordAuthentication yes\n")
+	_, _, err := runSshd("-t", "-f", cfg)
+	if err == nil || !strings.Contains(err.Error(), "PasswordAuthentication") {
+		t.Fatalf("err = %v", err)
+	}
+}
