@@ -20,13 +20,13 @@ import (
 // world is a user "alice" (and "root") with a home directory in a temp
 // dir and a Config that looks them up there.
 type world struct {
-	t    *testing.T
+	t    testing.TB
 	home string
 	cfg  *Config
 	logs *bytes.Buffer
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	home := t.TempDir()
 	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
