@@ -424,7 +424,7 @@ func (p *Provider) Import(ctx context.Context, u *uri.URI, key crypto.PrivateKey
 	if err != nil {
 		return nil, err
 	}
-	return p.newSigner(t, ref, k, false), nil
+	return p.newSigner(t, u, k, false), nil
 }
 
 // importTemplates returns the key-specific attributes of the private and

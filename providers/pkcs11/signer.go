@@ -36,6 +36,7 @@ type signer struct {
 	p         *Provider
 	tok       *token
 	ref       *uri.URI // the key's id and label, to find it again
+	sel       *uri.URI // the id and/or label the key was asked for, to find it on a failover token
 	what      string
 	pub       crypto.PublicKey
 	kt        KeyType
@@ -54,10 +55,14 @@ var (
 	_ io.Closer            = (*signer)(nil)
 )
 
-func (p *Provider) newSigner(t *token, ref *uri.URI, k *keyRef, ephemeral bool) *signer {
+func (p *Provider) newSigner(t *token, sel *uri.URI, k *keyRef, ephemeral bool) *signer {
 	s := &signer{p: p, tok: t, ref: &uri.URI{ID: k.id, Object: k.label}, pub: k.pub, kt: k.kt, ephemeral: ephemeral}
 	if len(k.id) == 0 {
 		s.ref.ID = nil
+	}
+	s.sel = &uri.URI{ID: sel.ID, Object: sel.Object}
+	if !s.sel.HasObject() {
+		s.sel = s.ref
 	}
 	_, _, d := t.state()
 	u := d.URI()
@@ -268,12 +273,12 @@ func (s *signer) signRaw(mech []*pkcs11.Mechanism, data []byte) ([]byte, error) 
 	if s.closed.Load() {
 		return nil, &Error{Op: "sign", What: s.what, Class: ClassOther, Err: errors.New("signer used after Close")}
 	}
-	sig, err := s.signOn(s.tok, &s.cache, mech, data)
+	sig, err := s.signOn(s.tok, &s.cache, s.ref, mech, data)
 	if err == nil {
 		return sig, nil
 	}
 	if fo := s.tok.failover; fo != nil && !s.ephemeral && ClassOf(err) == ClassDevice {
-		sig, ferr := s.signOn(fo, &s.foCache, mech, data)
+		sig, ferr := s.signOn(fo, &s.foCache, s.sel, mech, data)
 		if ferr == nil {
 			s.foOnce.Do(func() {
 				s.p.c.log.Warn("signing on the failover token", "key", s.what, "token", s.tok.label(), "failover", fo.label(), "err", err)
@@ -285,11 +290,11 @@ func (s *signer) signRaw(mech []*pkcs11.Mechanism, data []byte) ([]byte, error) 
 	return nil, failClosed(err)
 }
 
-func (s *signer) signOn(t *token, cache *atomic.Pointer[handleCache], mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
+func (s *signer) signOn(t *token, cache *atomic.Pointer[handleCache], sel *uri.URI, mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
 	var sig []byte
 	a := s.p.c.api
 	err := t.do(context.Background(), "sign", s.what, func(h pkcs11.SessionHandle) error {
-		obj, err := s.handle(t, cache, h)
+		obj, err := s.handle(t, cache, sel, h)
 		if err != nil {
 			return err
 		}
@@ -308,12 +313,12 @@ func (s *signer) signOn(t *token, cache *atomic.Pointer[handleCache], mech []*pk
 // handle returns the key's object handle on t, finding the key again (and
 // checking it is the same key) when the cached handle is from an earlier
 // epoch or generation.
-func (s *signer) handle(t *token, cache *atomic.Pointer[handleCache], h pkcs11.SessionHandle) (pkcs11.ObjectHandle, error) {
+func (s *signer) handle(t *token, cache *atomic.Pointer[handleCache], sel *uri.URI, h pkcs11.SessionHandle) (pkcs11.ObjectHandle, error) {
 	epoch, gen := s.epochOf(t), s.p.c.mod.gen.Load()
 	if c := cache.Load(); c != nil && c.epoch == epoch && c.gen == gen {
 		return c.h, nil
 	}
-	k, err := findKey(s.p.c.api, h, s.ref, t.label())
+	k, err := findKey(s.p.c.api, h, sel, t.label())
 	if err != nil {
 		return 0, err
 	}
