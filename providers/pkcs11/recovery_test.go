@@ -53,7 +53,7 @@ func TestFaultClasses(t *testing.T) {
 		pkcs11.CKR_KEY_HANDLE_INVALID: ClassHandle, pkcs11.CKR_OBJECT_HANDLE_INVALID: ClassHandle,
 		pkcs11.CKR_DEVICE_REMOVED: ClassDevice, pkcs11.CKR_TOKEN_NOT_PRESENT: ClassDevice, pkcs11.CKR_DEVICE_ERROR: ClassDevice,
 		pkcs11.CKR_USER_NOT_LOGGED_IN: ClassLogin,
-		pkcs11.CKR_PIN_INCORRECT: ClassPIN, pkcs11.CKR_PIN_LOCKED: ClassPIN,
+		pkcs11.CKR_PIN_INCORRECT:      ClassPIN, pkcs11.CKR_PIN_LOCKED: ClassPIN,
 		pkcs11.CKR_MECHANISM_INVALID: ClassUnsupported, pkcs11.CKR_ENCRYPTED_DATA_INVALID: ClassInput,
 		pkcs11.CKR_DEVICE_MEMORY: ClassBusy, pkcs11.CKR_VENDOR_DEFINED: ClassOther,
 	}
