@@ -12,6 +12,12 @@
 // tests that hold a primitive or a key the suite cannot make on its own, such
 // as a signer opened from a token.
 //
+// A provider's test calls it once:
+//
+//	func TestConformance(t *testing.T) {
+//		providertest.TestProvider(t, software.New())
+//	}
+//
 // # What is checked
 //
 //   - Sizes against the catalog (provider.Lookup): keys, nonces, tags, public

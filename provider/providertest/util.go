@@ -133,8 +133,7 @@ func checkFamily(t testing.TB, alg *provider.Algorithm, f provider.Family) {
 }
 
 // leaksPlaintext reports an 8-byte run of pt found at its own offset in
-// mem: used to
-// prove a failed Open did not leave plaintext behind.
+// mem: used to prove a failed Open did not leave plaintext behind.
 func leaksPlaintext(mem, pt []byte) bool {
 	for off := 0; off+8 <= len(pt) && off+8 <= len(mem); off += 8 {
 		if bytes.Equal(mem[off:off+8], pt[off:off+8]) {
