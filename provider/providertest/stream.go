@@ -145,8 +145,8 @@ func (st *streamTest) xor(t *testing.T, key, iv, dst, src []byte) {
 }
 
 // checkXORRules checks the crypto/cipher rules of a fresh XOR operation
-// xor: in place works, dst longer than src keeps its tail, a shorter dst
-// or an inexact overlap panics, src is not modified.
+// xor: in place works, dst longer than src keeps its tail, empty input is
+// fine, a shorter dst or an inexact overlap panics, src is not modified.
 func checkXORRules(t *testing.T, xor func(dst, src []byte), g *rng) {
 	t.Helper()
 	const n = 100
@@ -167,6 +167,7 @@ func checkXORRules(t *testing.T, xor func(dst, src []byte), g *rng) {
 	if !bytes.Equal(long[:n], want) || !bytes.Equal(long[n:], tail) {
 		t.Errorf("XOR into a longer dst: wrote %s, want %s then untouched %s", short(long), short(want), short(tail))
 	}
+	noPanic(t, "XOR of empty slices", func() { xor(nil, nil) })
 	mustPanic(t, "XOR into a dst shorter than src", func() { xor(make([]byte, n-1), src) })
 	shared := make([]byte, 2*n)
 	mustPanic(t, "XOR with dst = src shifted by one byte", func() { xor(shared[1:n+1], shared[:n]) })
