@@ -87,37 +87,49 @@ type daemon struct {
 	listeners []net.Listener
 	closing   bool
 	conns     sync.WaitGroup
-	retired   sync.WaitGroup
+
+	metricsAddr string // where /metrics is served, "" for nowhere
+	removePid   func()
+	retired     sync.WaitGroup
 }
 
 // runDaemon listens and serves until ctx is done (SIGTERM, SIGINT), then
 // shuts down gracefully. SIGHUP reloads.
 func runDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
+	d, err := startDaemon(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer d.removePid()
+	d.loop(ctx)
+	return nil
+}
+
+// startDaemon loads the configuration, listens, starts the metrics
+// listener and writes the PidFile.
+func startDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) (*daemon, error) {
 	d := &daemon{o: o, log: log, metrics: provider.NewMetrics()}
 	g, err := loadGeneration(ctx, o, d.metrics, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.cur, d.live = g, []*generation{g}
 	if err := d.listen(g.cfg.Addrs()); err != nil {
 		g.retire()
-		return err
+		return nil, err
 	}
 	if g.cfg.MetricsAddress != "" {
-		if err := metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
+		if d.metricsAddr, err = metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
 			d.stop(0)
-			return fmt.Errorf("MetricsAddress: %w", err)
+			return nil, fmt.Errorf("MetricsAddress: %w", err)
 		}
 	}
-	removePid, err := writePidFile(g.cfg.PidFile)
-	if err != nil {
+	if d.removePid, err = writePidFile(g.cfg.PidFile); err != nil {
 		d.stop(0)
-		return err
+		return nil, err
 	}
-	defer removePid()
 	log.Info("offload sshd started", "pid", os.Getpid(), "hostkeys", configSummary(g.cfg, g.keys))
-	d.loop(ctx)
-	return nil
+	return d, nil
 }
 
 func (d *daemon) listen(addrs []string) error {

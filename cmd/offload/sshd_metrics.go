@@ -68,18 +68,19 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.reloadFails, prometheus.CounterValue, float64(c.stats.reloadErrors.Load()))
 }
 
-// metricsServer serves /metrics on addr until ctx is done. The listener is
-// opened before it returns, so a bad address fails the start.
-func metricsServer(ctx context.Context, addr string, m *provider.Metrics, stats *daemonStats, log *slog.Logger) error {
+// metricsServer serves /metrics on addr until ctx is done and returns the
+// address it listens on. The listener is opened before it returns, so a
+// bad address fails the start.
+func metricsServer(ctx context.Context, addr string, m *provider.Metrics, stats *daemonStats, log *slog.Logger) (string, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(newMetricsCollector(m, stats)); err != nil {
-		return err
+		return "", err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return "", err
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -94,5 +95,5 @@ func metricsServer(ctx context.Context, addr string, m *provider.Metrics, stats 
 		}
 	}()
 	log.Info("metrics listening", "addr", l.Addr().String(), "path", "/metrics")
-	return nil
+	return l.Addr().String(), nil
 }

@@ -216,7 +216,8 @@ func checkHostPort(s string) error {
 }
 
 // parseListenAddress accepts "host", "host:port", "[v6]:port" or a bare
-// IPv6 address. The port is "" when none is given.
+// IPv6 address. The port is "" when none is given; port 0 asks the system
+// for a free port (the daemon logs the one it got).
 func parseListenAddress(s string) (host, port string, err error) {
 	if ip := net.ParseIP(strings.Trim(s, "[]")); ip != nil && (strings.Count(s, ":") > 1 && !strings.Contains(s, "]:") || !strings.Contains(s, ":")) {
 		return ip.String(), "", nil
@@ -231,8 +232,5 @@ func parseListenAddress(s string) (host, port string, err error) {
 		return "", "", err
 	}
 	host, port, _ = net.SplitHostPort(s)
-	if port == "0" {
-		return "", "", fmt.Errorf("%q: port 0", s)
-	}
 	return host, port, nil
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// hostKeyOf dials addr and returns the host key the server presents. The
+// login itself fails: the test client has no authorized key.
+func hostKeyOf(t *testing.T, addr string) ssh.PublicKey {
+	t.Helper()
+	var got ssh.PublicKey
+	cfg := &ssh.ClientConfig{
+		User: "nobody",
+		Auth: []ssh.AuthMethod{ssh.Password("x")},
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			got = key
+			return nil
+		},
+		Timeout: 10 * time.Second,
+	}
+	c, err := ssh.Dial("tcp", addr, cfg)
+	if err == nil {
+		c.Close()
+	}
+	if got == nil {
+		t.Fatalf("no host key from %s: %v", addr, err)
+	}
+	return got
+}
+
+func startTestDaemon(t *testing.T, cfgPath string) (*daemon, context.CancelFunc, chan struct{}) {
+	t.Helper()
+	o, err := parseSshdFlags([]string{"-f", cfgPath, "-shutdown-timeout", "2s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if testing.Verbose() {
+		log = stderrLogger(os.Stderr, slog.LevelDebug)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := startDaemon(ctx, o, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer d.removePid()
+		d.loop(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return d, cancel, done
+}
+
+func TestSshdDaemonReloadAndStop(t *testing.T) {
+	dir := t.TempDir()
+	pid := filepath.Join(dir, "offload.pid")
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nMetricsAddress 127.0.0.1:0\nPidFile "+pid+"\n")
+	d, cancel, done := startTestDaemon(t, cfg)
+	addr := d.listeners[0].Addr().String()
+
+	b, err := os.ReadFile(pid)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("PidFile: %q %v", b, err)
+	}
+	first := hostKeyOf(t, addr)
+
+	// A bad configuration is refused and the old one keeps serving.
+	text, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(text, "MaxAuthTries lots\n"...), 0o644)
+	d.reload(context.Background())
+	if d.stats.reloadErrors.Load() != 1 {
+		t.Fatal("bad reload not counted")
+	}
+	if k := hostKeyOf(t, addr); string(k.Marshal()) != string(first.Marshal()) {
+		t.Fatal("host key changed after a refused reload")
+	}
+
+	// A good one with a new host key serves new connections with it.
+	newKey := writeHostKey(t, t.TempDir())
+	os.WriteFile(cfg, []byte(strings.Replace(string(text), "HostKey ", "HostKey "+newKey+"\n#", 1)), 0o644)
+	d.reload(context.Background())
+	if d.stats.reloads.Load() != 1 {
+		t.Fatal("reload not applied")
+	}
+	if k := hostKeyOf(t, addr); string(k.Marshal()) == string(first.Marshal()) {
+		t.Fatal("host key unchanged after reload")
+	}
+
+	// Metrics are served.
+	resp, err := http.Get("http://" + d.metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"offload_sshd_connections_accepted_total 3", "offload_sshd_reloads_total 1",
+		"offload_sshd_reload_failures_total 1", `offload_provider_operations_total{algorithm=`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+
+	// Stopping closes the listener and removes the PidFile.
+	cancel()
+	<-done
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Error("still accepting after shutdown")
+	}
+	if _, err := os.Stat(pid); !os.IsNotExist(err) {
+		t.Errorf("PidFile left behind: %v", err)
+	}
+}
+
+func TestSshdDaemonGracefulShutdown(t *testing.T) {
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\n")
+	d, cancel, done := startTestDaemon(t, cfg)
+	addr := d.listeners[0].Addr().String()
+	// An open TCP connection that has not finished its handshake.
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for d.stats.active.Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("shutdown hangs")
+	}
+	// The connection was given the shutdown timeout (2s), then cut.
+	if el := time.Since(start); el < 1500*time.Millisecond {
+		t.Errorf("shutdown took %v; sessions were not given time to finish", el)
+	}
+	if d.stats.active.Load() != 0 {
+		t.Errorf("%d connections still active", d.stats.active.Load())
+	}
+}

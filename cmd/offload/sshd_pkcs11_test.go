@@ -1,0 +1,63 @@
+//go:build cgo && !nopkcs11
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/providers/pkcs11"
+	"github.com/offload/offload/providers/pkcs11/uri"
+)
+
+// TestSshdPKCS11HostKey checks -t and -T with the host key in a SoftHSM
+// token, reached through PKCS11Module and PKCS11PinSource.
+func TestSshdPKCS11HostKey(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "sshd-cmd")
+	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Generate(context.Background(), uri.MustParse(tok.URI("hostkey")), pkcs11.Ed25519); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	p.Close()
+
+	// The key URI names the token and object only; the module and the PIN
+	// come from the provider keywords.
+	keyURI := (&uri.URI{Token: tok.Label, Object: "hostkey"}).String()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sshd_config")
+	text := "ListenAddress 127.0.0.1:0\nCalibrationCache none\nHostKey " + keyURI + "\nPKCS11Module " + tok.Module +
+		"\nPKCS11PinSource " + tok.PINFile + "\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runSshd("-t", "-f", cfg); err != nil {
+		t.Fatalf("-t: %v", err)
+	}
+	out, _, err := runSshd("-T", "-f", cfg)
+	if err != nil {
+		t.Fatalf("-T: %v", err)
+	}
+	if !strings.Contains(out, "# hostkey "+keyURI+": ssh-ed25519 SHA256:") || !strings.Contains(out, "held by pkcs11\n") {
+		t.Errorf("-T does not show the token key:\n%s", out)
+	}
+	if strings.Contains(out, tok.PIN) {
+		t.Error("PIN printed")
+	}
+
+	// A wrong PIN fails the check with a clear error that holds no PIN.
+	bad := filepath.Join(dir, "badpin")
+	os.WriteFile(bad, []byte("0000-wrong\n"), 0o600)
+	_, _, err = runSshd("-t", "-f", cfg, "-o", "PKCS11PinSource="+bad)
+	if err == nil || strings.Contains(err.Error(), "0000-wrong") || strings.Contains(err.Error(), tok.PIN) {
+		t.Fatalf("wrong PIN: err = %v", err)
+	}
+	t.Logf("wrong PIN error: %v", err)
+}
