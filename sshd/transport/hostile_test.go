@@ -1,0 +1,242 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdh"
+	"crypto/rand"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// rawClient speaks the cleartext part of the protocol by hand.
+type rawClient struct {
+	t  *testing.T
+	nc net.Conn
+	r  *packetReader
+	w  *packetWriter
+}
+
+func dialRaw(t *testing.T, ts *testServer) *rawClient {
+	nc, err := net.Dial("tcp", ts.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return &rawClient{t: t, nc: nc, r: newPacketReader(bufio.NewReader(nc)), w: newPacketWriter(nc, [32]byte{})}
+}
+
+func (c *rawClient) version(v string) {
+	if _, err := c.nc.Write([]byte(v)); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := readServerVersion(c.r.r); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func readServerVersion(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+func (c *rawClient) send(p []byte) {
+	if err := c.w.write(p); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// expectDisconnect reads until a DISCONNECT and checks its reason.
+func (c *rawClient) expectDisconnect(reason uint32) {
+	c.t.Helper()
+	for {
+		p, err := c.r.read()
+		if err != nil {
+			c.t.Fatalf("no DISCONNECT (reason %d) before %v", reason, err)
+		}
+		if p[0] == wire.MsgDisconnect {
+			if got := wire.NewReader(p[1:]).Uint32("reason"); got != reason {
+				c.t.Fatalf("DISCONNECT reason %d, want %d", got, reason)
+			}
+			return
+		}
+	}
+}
+
+// expect reads until a message of type want, skipping KEXINIT.
+func (c *rawClient) expect(want byte) []byte {
+	c.t.Helper()
+	for {
+		p, err := c.r.read()
+		if err != nil {
+			c.t.Fatalf("waiting for message %d: %v", want, err)
+		}
+		if p[0] == want {
+			return p
+		}
+		if p[0] != wire.MsgKexInit {
+			c.t.Fatalf("got message %d, want %d", p[0], want)
+		}
+	}
+}
+
+func clientKexInit(kex ...string) *kexInitMsg {
+	all := SupportedCiphers()
+	return &kexInitMsg{kex: kex, hostKey: []string{"ssh-ed25519"},
+		ciphersCS: all, ciphersSC: all, macsCS: SupportedMACs(), macsSC: SupportedMACs(),
+		compCS: []string{"none"}, compSC: []string{"none"}}
+}
+
+func x25519Init(t *testing.T) []byte {
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wire.AppendBytes([]byte{wire.MsgKexECDHInit}, k.PublicKey().Bytes())
+}
+
+func TestHostileVersion(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	for _, v := range []string{"GET / HTTP/1.1\r\n", "SSH-1.5-old\r\n", strings.Repeat("SSH-2.0-", 40) + "\r\n"} {
+		c := dialRaw(t, ts)
+		c.version(v)
+		c.expectDisconnect(wire.DisconnectProtocolVersionNotSupported)
+	}
+}
+
+func TestStrictKexRejectsIgnoreBeforeKexInit(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	c.send([]byte{wire.MsgIgnore, 0, 0, 0, 0})
+	c.send(clientKexInit("curve25519-sha256", strictKexClient).marshal())
+	c.expectDisconnect(wire.DisconnectProtocolError)
+}
+
+func TestStrictKexRejectsIgnoreDuringKex(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	c.send(clientKexInit("curve25519-sha256", strictKexClient).marshal())
+	c.send([]byte{wire.MsgIgnore, 0, 0, 0, 0})
+	c.expectDisconnect(wire.DisconnectProtocolError)
+}
+
+func TestWithoutStrictKexIgnoreIsSkipped(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	c.send([]byte{wire.MsgIgnore, 0, 0, 0, 0})
+	c.send(clientKexInit("curve25519-sha256").marshal())
+	c.send([]byte{wire.MsgDebug, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	c.send(x25519Init(t))
+	c.expect(wire.MsgKexECDHReply)
+}
+
+func TestWrongGuessIsIgnored(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	ki := clientKexInit("ecdh-sha2-nistp521", "curve25519-sha256")
+	ki.firstKexPacketFollows = true
+	c.send(ki.marshal())
+	c.send(append([]byte{wire.MsgKexECDHInit}, make([]byte, 70)...)) // the wrong guess
+	c.send(x25519Init(t))
+	reply := c.expect(wire.MsgKexECDHReply)
+	r := wire.NewReader(reply[1:])
+	r.Bytes("K_S")
+	if q := r.Bytes("Q_S"); len(q) != 32 || r.Err() != nil {
+		t.Fatalf("reply Q_S %d bytes, err %v", len(q), r.Err())
+	}
+}
+
+func TestRightGuessIsUsed(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	ki := clientKexInit("mlkem768x25519-sha256", "curve25519-sha256")
+	ki.kex = []string{"curve25519-sha256"}
+	ki.firstKexPacketFollows = true
+	c.send(ki.marshal())
+	c.send(x25519Init(t))
+	c.expect(wire.MsgKexECDHReply)
+}
+
+func TestKexFailures(t *testing.T) {
+	cases := map[string]func(c *rawClient){
+		"no common kex": func(c *rawClient) {
+			c.send(clientKexInit("diffie-hellman-group14-sha1").marshal())
+			c.expectDisconnect(wire.DisconnectKeyExchangeFailed)
+		},
+		"no common cipher": func(c *rawClient) {
+			ki := clientKexInit("curve25519-sha256")
+			ki.ciphersCS = []string{"3des-cbc"}
+			c.send(ki.marshal())
+			c.expectDisconnect(wire.DisconnectKeyExchangeFailed)
+		},
+		"low-order x25519 point": func(c *rawClient) {
+			c.send(clientKexInit("curve25519-sha256").marshal())
+			c.send(wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 32)))
+			c.expectDisconnect(wire.DisconnectKeyExchangeFailed)
+		},
+		"short public value": func(c *rawClient) {
+			c.send(clientKexInit("curve25519-sha256").marshal())
+			c.send(wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 5)))
+			c.expectDisconnect(wire.DisconnectKeyExchangeFailed)
+		},
+		"service request during kex": func(c *rawClient) {
+			c.send(clientKexInit("curve25519-sha256").marshal())
+			c.send(wire.AppendString([]byte{wire.MsgServiceRequest}, "ssh-userauth"))
+			c.expectDisconnect(wire.DisconnectProtocolError)
+		},
+		"malformed kexinit": func(c *rawClient) {
+			c.send([]byte{wire.MsgKexInit, 1, 2, 3})
+			c.expectDisconnect(wire.DisconnectProtocolError)
+		},
+		"newkeys first": func(c *rawClient) {
+			c.send([]byte{wire.MsgNewKeys})
+			c.expectDisconnect(wire.DisconnectProtocolError)
+		},
+	}
+	ts := newTestServer(t, &Config{})
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := dialRaw(t, ts)
+			c.version("SSH-2.0-raw\r\n")
+			run(c)
+		})
+	}
+	// The server keeps serving.
+	cl, _ := ts.dial(t, clientConfig("", "", "", ""))
+	if ok, _, err := cl.SendRequest("echo", true, nil); !ok || err != nil {
+		t.Fatalf("server stopped serving: %v", err)
+	}
+}
+
+// TestPeerDisconnectIsReported: a DISCONNECT from the client ends the
+// connection with FromPeer set and no answer.
+func TestPeerDisconnectIsReported(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	p := wire.AppendUint32([]byte{wire.MsgDisconnect}, wire.DisconnectByApplication)
+	c.send(wire.AppendString(wire.AppendString(p, "bye\x1b[31m"), ""))
+	ok := waitFor(func() bool {
+		for _, err := range ts.connErrors() {
+			var de *DisconnectError
+			if errors.As(err, &de) && de.FromPeer && de.Reason == wire.DisconnectByApplication {
+				return !bytes.Contains([]byte(de.Error()), []byte("\x1b"))
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("errors %v", ts.connErrors())
+	}
+}
