@@ -42,7 +42,7 @@ func TestSignerFromFiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("open %s: %v", ref, err)
 			}
-			providertest.TestSigner(t, s, alg)
+			t.Run(name+"/"+ref, func(t *testing.T) { providertest.TestSigner(t, s, alg) })
 		}
 		if _, err := p.GenerateSigner(ctx, alg, path); err == nil {
 			t.Errorf("generate over an existing file %s succeeded", path)
