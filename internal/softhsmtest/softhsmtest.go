@@ -76,6 +76,65 @@ func Setup(t testing.TB) *Env {
 	t.Helper()
 	module := testenv.FirstFile(t, "libsofthsm2.so", hint, ModulePaths...)
 	util := testenv.LookPath(t, "softhsm2-util", hint)
+	e, err := setup(module, util)
+	if err != nil {
+		t.Fatalf("softhsmtest: %v", err)
+	}
+	return e
+}
+
+// Missing says what of SoftHSM is not installed, or "" when it all is.
+func Missing() string {
+	if _, err := exec.LookPath("softhsm2-util"); err != nil {
+		return "softhsm2-util (" + hint + ")"
+	}
+	for _, p := range ModulePaths {
+		if _, err := os.Stat(p); err == nil {
+			return ""
+		}
+	}
+	return "libsofthsm2.so (" + hint + ")"
+}
+
+// NewTokenMain is NewToken for TestMain and Example functions, which have
+// no *testing.T: it returns an error when SoftHSM is missing, and a
+// function that deletes the token.
+func NewTokenMain(label string) (*Token, func(), error) {
+	if m := Missing(); m != "" {
+		return nil, nil, fmt.Errorf("softhsmtest: %s is missing", m)
+	}
+	util, _ := exec.LookPath("softhsm2-util")
+	module := ""
+	for _, p := range ModulePaths {
+		if _, err := os.Stat(p); err == nil {
+			module = p
+			break
+		}
+	}
+	e, err := setup(module, util)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "offload-token-")
+	if err != nil {
+		return nil, nil, err
+	}
+	tok := &Token{Env: e, Module: e.Module, Label: label, PIN: PIN, SOPIN: SOPIN, Dir: dir, ConfPath: e.ConfPath,
+		PINFile: filepath.Join(dir, "pin")}
+	cleanup := func() { tok.deleteQuiet(); os.RemoveAll(dir) }
+	if err := os.WriteFile(tok.PINFile, []byte(tok.PIN+"\n"), 0o600); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	tok.deleteQuiet()
+	if err := tok.init(); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return tok, cleanup, nil
+}
+
+func setup(module, util string) (*Env, error) {
 	envOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "offload-softhsm-")
 		if err != nil {
@@ -96,10 +155,7 @@ func Setup(t testing.TB) *Env {
 		envErr = os.Setenv("SOFTHSM2_CONF", e.ConfPath)
 		env = e
 	})
-	if envErr != nil {
-		t.Fatalf("softhsmtest: %v", envErr)
-	}
-	return env
+	return env, envErr
 }
 
 // Token is a SoftHSM token made for one test.
