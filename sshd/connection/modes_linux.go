@@ -4,6 +4,8 @@ package connection
 
 import (
 	"os"
+
+	"github.com/creack/pty"
 	"os/user"
 	"strconv"
 
@@ -82,4 +84,20 @@ func lookupGroupID(name string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(g.Gid)
+}
+
+// setWinsize resizes a pty through SyscallConn: pty.Setsize calls Fd,
+// which would switch the master to blocking mode (no read deadlines) and
+// race with Close.
+func setWinsize(f *os.File, ws *pty.Winsize) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	uw := &unix.Winsize{Row: ws.Rows, Col: ws.Cols, Xpixel: ws.X, Ypixel: ws.Y}
+	var ierr error
+	if err := sc.Control(func(fd uintptr) { ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, uw) }); err != nil {
+		return err
+	}
+	return ierr
 }

@@ -5,6 +5,8 @@ package connection
 import (
 	"errors"
 	"os"
+
+	"github.com/creack/pty"
 )
 
 // applyModes is not implemented off Linux; the pty keeps its defaults.
@@ -16,3 +18,5 @@ func applyModes(tty *os.File, ms []termMode) error {
 }
 
 func lookupGroupID(name string) (int, error) { return 0, errors.New("connection: no group lookup") }
+
+func setWinsize(f *os.File, ws *pty.Winsize) error { return pty.Setsize(f, ws) }

@@ -117,7 +117,7 @@ func (s *session) windowChange(b []byte) error {
 	}
 	s.pty.size = winsize(cols, rows, w, h)
 	if p := s.process(); p != nil && p.pty != nil {
-		return pty.Setsize(p.pty, &s.pty.size)
+		return setWinsize(p.pty, &s.pty.size)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func (s *session) startPTY(c *exec.Cmd) (*process, error) {
 
 // setupTTY applies size, modes and ownership before the child starts.
 func (s *session) setupTTY(ptm, tty *os.File, c *exec.Cmd) error {
-	if err := pty.Setsize(ptm, &s.pty.size); err != nil {
+	if err := setWinsize(ptm, &s.pty.size); err != nil {
 		return err
 	}
 	if err := applyModes(tty, s.pty.modes); err != nil {

@@ -18,6 +18,9 @@ func (s *session) sftp() error {
 	return s.sftpStarted()
 }
 
+// sftpAlwaysHelper makes tests exercise the helper child.
+var sftpAlwaysHelper bool
+
 // sftpStarted serves SFTP in process when no identity change is needed,
 // else in a helper child running as the user: a Go process cannot drop
 // privileges for one goroutine, so in-process serving as root would give
@@ -27,7 +30,7 @@ func (s *session) sftpStarted() error {
 	if err != nil {
 		return err
 	}
-	if a.needsSwitch() {
+	if a.needsSwitch() || sftpAlwaysHelper {
 		return s.sftpHelper(a)
 	}
 	p := &process{done: make(chan struct{})}

@@ -1,0 +1,105 @@
+package connection
+
+import (
+	"bytes"
+	"crypto/rand"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/pkg/sftp"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+func sftpClient(t *testing.T, c *client) *sftp.Client {
+	t.Helper()
+	ch := c.session(t)
+	if !ch.req("subsystem", true, wire.AppendString(nil, "sftp")) {
+		t.Fatal("sftp subsystem refused")
+	}
+	sc, err := sftp.NewClientPipe(ch, ch)
+	if err != nil {
+		t.Fatalf("sftp client: %v", err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return sc
+}
+
+func testSFTP(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	sc := sftpClient(t, c)
+	dir := t.TempDir()
+	data := make([]byte, 3<<20+17)
+	rand.Read(data)
+	f, err := sc.Create(filepath.Join(dir, "up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got, _ := os.ReadFile(filepath.Join(dir, "up")); !bytes.Equal(got, data) {
+		t.Fatalf("uploaded file differs")
+	}
+	g, err := sc.Open(filepath.Join(dir, "up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := io.ReadAll(g)
+	g.Close()
+	if err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("download differs (%d bytes, %v)", len(back), err)
+	}
+	batch(t, sc, dir)
+}
+
+// batch does what an sftp batch file would: mkdir, rename, chmod, ls, rm.
+func batch(t *testing.T, sc *sftp.Client, dir string) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(sc.Mkdir(filepath.Join(dir, "d")))
+	must(sc.Rename(filepath.Join(dir, "up"), filepath.Join(dir, "d", "moved")))
+	must(sc.Chmod(filepath.Join(dir, "d", "moved"), 0o600))
+	st, err := os.Stat(filepath.Join(dir, "d", "moved"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("chmod: %v %v", st.Mode(), err)
+	}
+	infos, err := sc.ReadDir(dir)
+	must(err)
+	var names []string
+	for _, fi := range infos {
+		names = append(names, fi.Name())
+	}
+	sort.Strings(names)
+	if len(names) != 1 || names[0] != "d" {
+		t.Errorf("ls: %v", names)
+	}
+	must(sc.Remove(filepath.Join(dir, "d", "moved")))
+	must(sc.RemoveDirectory(filepath.Join(dir, "d")))
+}
+
+func TestSFTPInProcess(t *testing.T) { testSFTP(t) }
+
+// TestSFTPHelper serves SFTP from a child (this test binary, see
+// TestMain), as the server does when it must switch users.
+func TestSFTPHelper(t *testing.T) {
+	sftpAlwaysHelper = true
+	defer func() { sftpAlwaysHelper = false }()
+	testSFTP(t)
+}
+
+func TestUnknownSubsystem(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	ch := c.session(t)
+	if ch.req("subsystem", true, wire.AppendString(nil, "nope")) {
+		t.Errorf("unknown subsystem accepted")
+	}
+}
