@@ -12,6 +12,7 @@ import (
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -51,8 +52,12 @@ type Config struct {
 	// Version is the identification string (default transport.DefaultVersion).
 	Version string
 
-	// Auth is the user authentication policy (nil: auth's defaults).
+	// Auth is the user authentication policy (nil: auth's defaults). When
+	// the server does not run as root, OnlyUser defaults to the running
+	// user.
 	Auth *auth.Config
+	// Conn configures the connection protocol (nil: its defaults).
+	Conn *connection.Config
 
 	// Logger receives one line per connection event; nil discards.
 	Logger *slog.Logger
@@ -87,6 +92,11 @@ func (c *Config) settings() (*settings, error) {
 	if s.LoginGraceTime == 0 {
 		s.LoginGraceTime = DefaultLoginGraceTime
 	}
+	s.Auth = authConfig(s.Auth)
+	if s.Auth.Logger == nil {
+		s.Auth.Logger = s.log
+	}
+	s.Conn = connConfig(s.Conn, s.log)
 	if s.MaxStartups == 0 {
 		s.MaxStartups = DefaultMaxStartups
 	}

@@ -47,10 +47,8 @@ func NewServer(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Auth != nil {
-		if err := st.Auth.Validate(); err != nil {
-			return nil, fmt.Errorf("sshd: %w", err)
-		}
+	if err := st.Auth.Validate(); err != nil {
+		return nil, fmt.Errorf("sshd: %w", err)
 	}
 	tr, err := transport.NewServer(st.transportConfig())
 	if err != nil {

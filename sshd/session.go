@@ -2,18 +2,46 @@ package sshd
 
 import (
 	"context"
-	"errors"
+	"log/slog"
+	"os"
+	"os/user"
 
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/transport"
-	"github.com/offload/offload/sshd/wire"
 )
 
 // serveConnection runs the connection protocol for an authenticated user.
-// Until sshd/connection is committed, it refuses with a disconnect.
 func serveConnection(ctx context.Context, tc *transport.Conn, p *perm.Permissions, c *conn) error {
-	_ = ctx
-	_ = p
-	tc.Disconnect(wire.DisconnectServiceNotAvailable, "connection layer not available")
-	return errors.New("sshd: connection layer not available")
+	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
+	return connection.Serve(ctx, tc, p, c.srv.cfg.Conn)
+}
+
+// authConfig is cfg (or the defaults) with OnlyUser set to the running
+// user when the server is not root: it cannot run sessions for others.
+func authConfig(cfg *auth.Config) *auth.Config {
+	var a auth.Config
+	if cfg != nil {
+		a = *cfg
+	}
+	if os.Geteuid() != 0 && a.OnlyUser == "" {
+		if u, err := user.Current(); err == nil {
+			a.OnlyUser = u.Username
+		}
+	}
+	return &a
+}
+
+// connConfig is cfg (or the defaults) logging to log unless it has a
+// logger of its own.
+func connConfig(cfg *connection.Config, log *slog.Logger) *connection.Config {
+	var c connection.Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Logger == nil {
+		c.Logger = log
+	}
+	return &c
 }

@@ -1,0 +1,260 @@
+// Package transport_test runs offload's SSH server against real clients:
+// the OpenSSH client over every cipher × key exchange × host-key type it
+// supports, with a throwaway client key.
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/testenv"
+	"github.com/offload/offload/sshd"
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/transport"
+)
+
+var (
+	keysOnce sync.Once
+	hostKeys []crypto.Signer
+)
+
+func allHostKeys() []crypto.Signer {
+	keysOnce.Do(func() {
+		_, ed, _ := ed25519.GenerateKey(rand.Reader)
+		p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+		rk, _ := rsa.GenerateKey(rand.Reader, 2048)
+		hostKeys = []crypto.Signer{ed, p256, p384, rk}
+	})
+	return hostKeys
+}
+
+// fixture is a running server and an OpenSSH client set up to log in.
+type fixture struct {
+	ssh, dir, key, user, addr, port string
+	srv                             *sshd.Server
+	logs                            *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newFixture(t *testing.T, cfg *sshd.Config) *fixture {
+	t.Helper()
+	f := &fixture{ssh: testenv.LookPath(t, "ssh", "apt-get install openssh-client"), dir: t.TempDir(), logs: &syncBuffer{}}
+	keygen := testenv.LookPath(t, "ssh-keygen", "apt-get install openssh-client")
+	f.key = filepath.Join(f.dir, "id_ed25519")
+	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", f.key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(f.key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak := filepath.Join(f.dir, "authorized_keys")
+	if err := os.WriteFile(ak, pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.user = u.Username
+	cfg.Auth = &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true}
+	if cfg.HostKeys == nil {
+		cfg.HostKeys = allHostKeys()
+	}
+	if cfg.KexAlgorithms == nil {
+		cfg.KexAlgorithms = transport.SupportedKex()
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.srv, err = sshd.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = l.Addr().String()
+	_, f.port, _ = net.SplitHostPort(f.addr)
+	go f.srv.Serve(l)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		f.srv.Shutdown(ctx)
+		if t.Failed() {
+			t.Logf("server log:\n%s", f.logs.String())
+		}
+	})
+	return f
+}
+
+// command returns an ssh command line for the fixture with extra -o
+// options and a remote command.
+func (f *fixture) command(ctx context.Context, opts []string, remote string) *exec.Cmd {
+	args := []string{"-F", "/dev/null", "-p", f.port, "-i", f.key,
+		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"}
+	for _, o := range opts {
+		args = append(args, "-o", o)
+	}
+	args = append(args, "-l", f.user, "127.0.0.1", remote)
+	return exec.CommandContext(ctx, f.ssh, args...)
+}
+
+// run executes remote with opts and returns stdout, stderr and the exit
+// status.
+func (f *fixture) run(t *testing.T, opts []string, remote string, stdin []byte) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := f.command(ctx, opts, remote)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = bytes.NewReader(stdin)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errb.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), errb.String(), ee.ExitCode()
+	}
+	t.Fatalf("ssh: %v", err)
+	return "", "", -1
+}
+
+// sftp runs an sftp batch with opts; internal-sftp is served in process,
+// so this measures the transport rather than the user's shell start-up
+// (a login shell that runs pyenv init takes seconds).
+func (f *fixture) sftp(t *testing.T, opts []string, batch string) string {
+	t.Helper()
+	sftp := testenv.LookPath(t, "sftp", "apt-get install openssh-client")
+	args := []string{"-b", "-", "-P", f.port, "-i", f.key, "-F", "/dev/null",
+		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"}
+	for _, o := range opts {
+		args = append(args, "-o", o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sftp, append(args, f.user+"@127.0.0.1")...)
+	cmd.Stdin = strings.NewReader(batch)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sftp %v: %v\n%s", opts, err, out)
+	}
+	return string(out)
+}
+
+// clientSupports lists what `ssh -Q what` reports.
+func clientSupports(t *testing.T, sshPath, what string) []string {
+	out, err := exec.Command(sshPath, "-Q", what).Output()
+	if err != nil {
+		t.Fatalf("ssh -Q %s: %v", what, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestOpenSSHExec logs in with a key and runs a command: stdout, stderr
+// and the exit status come back.
+func TestOpenSSHExec(t *testing.T) {
+	f := newFixture(t, &sshd.Config{})
+	out, errOut, code := f.run(t, nil, "echo hello; echo oops >&2; exit 3", nil)
+	if out != "hello\n" || errOut != "oops\n" || code != 3 {
+		t.Fatalf("stdout %q stderr %q status %d", out, errOut, code)
+	}
+}
+
+// TestOpenSSHMatrix logs in (and runs an sftp command) over every cipher (and MAC) × key
+// exchange × host-key algorithm both sides support. Without OFFLOAD_LONG
+// the host-key types are covered with one cipher and key exchange.
+func TestOpenSSHMatrix(t *testing.T) {
+	f := newFixture(t, &sshd.Config{})
+	ciphers := intersect(transport.SupportedCiphers(), clientSupports(t, f.ssh, "cipher"))
+	kexes := intersect(transport.SupportedKex(), clientSupports(t, f.ssh, "kex"))
+	hostKeys := intersect(transport.SupportedHostKeyAlgorithms(), clientSupports(t, f.ssh, "key-sig"))
+	macs := intersect(transport.SupportedMACs(), clientSupports(t, f.ssh, "mac"))
+	long := os.Getenv("OFFLOAD_LONG") == "1"
+	for _, kex := range kexes {
+		for _, hk := range hostKeys {
+			if !long && hk != hostKeys[0] {
+				continue
+			}
+			for _, c := range ciphers {
+				for _, mac := range macs {
+					if strings.Contains(c, "gcm") || strings.Contains(c, "chacha") {
+						if mac != macs[0] {
+							continue
+						}
+					}
+					name := fmt.Sprintf("%s/%s/%s/%s", kex, hk, c, mac)
+					t.Run(name, func(t *testing.T) {
+						opts := []string{"KexAlgorithms=" + kex, "HostKeyAlgorithms=" + hk, "Ciphers=" + c, "MACs=" + mac}
+						f.checkSFTP(t, opts)
+					})
+				}
+			}
+		}
+	}
+	for _, hk := range hostKeys[1:] {
+		if long {
+			break
+		}
+		t.Run("hostkey/"+hk, func(t *testing.T) {
+			f.checkSFTP(t, []string{"HostKeyAlgorithms=" + hk})
+		})
+	}
+}
+
+func (f *fixture) checkSFTP(t *testing.T, opts []string) {
+	t.Helper()
+	wd, _ := os.Getwd()
+	if out := f.sftp(t, opts, "cd "+wd+"\npwd\n"); !strings.Contains(out, "Remote working directory: "+wd) {
+		t.Fatalf("sftp output %q", out)
+	}
+}
