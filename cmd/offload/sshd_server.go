@@ -61,6 +61,7 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		MaxAuthTries:        c.MaxAuthTries,
 		PermitRootLogin:     auth.RootLogin(c.PermitRootLogin),
 		AllowUsers:          c.AllowUsers,
+		IgnoreFileModes:     !c.StrictModes,
 		Logger:              log,
 	}
 	if len(a.AuthorizedKeysFiles) == 0 {

@@ -31,6 +31,7 @@ type Config struct {
 
 	PasswordAuthentication bool
 	PubkeyAuthentication   bool
+	StrictModes            bool   // check modes and owners of authorized_keys and its directories
 	PermitRootLogin        string // yes, prohibit-password, forced-commands-only, no
 	AllowUsers             []string
 	MaxAuthTries           int

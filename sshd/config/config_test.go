@@ -26,7 +26,7 @@ func TestDefaults(t *testing.T) {
 		c.LoginGraceTime != 2*time.Minute || c.ClientAliveCountMax != 3 || c.ClientAliveInterval != 0 {
 		t.Errorf("numeric defaults wrong: %+v", c)
 	}
-	if !c.PubkeyAuthentication || c.PasswordAuthentication || c.PermitRootLogin != "prohibit-password" {
+	if !c.PubkeyAuthentication || !c.StrictModes || c.PasswordAuthentication || c.PermitRootLogin != "prohibit-password" {
 		t.Errorf("auth defaults wrong: %+v", c)
 	}
 	if c.MaxStartups != (MaxStartups{10, 30, 100}) || c.ChannelWindowSize != 16<<20 || c.LogLevel != "INFO" {
@@ -67,6 +67,7 @@ MACs -hmac-sha2-512*
 HostKeyAlgorithms ^rsa-sha2-256
 PasswordAuthentication yes
 PubkeyAuthentication no
+StrictModes no
 PermitRootLogin without-password
 AllowUsers alice bob
 AllowUsers carol
@@ -157,7 +158,7 @@ func TestEveryKeywordIsTested(t *testing.T) {
 			t.Errorf("%s not found case-insensitively", k)
 		}
 	}
-	if len(Keywords()) != 35 {
+	if len(Keywords()) != 36 {
 		t.Errorf("%d keywords; update TestEveryKeyword and docs/configuration.md", len(Keywords()))
 	}
 }
@@ -228,6 +229,7 @@ func TestLineErrors(t *testing.T) {
 		{"HostKeyAlgorithms ssh-dss", "HostKeyAlgorithms", "unsupported", nil},
 		{"PasswordAuthentication maybe", "PasswordAuthentication", "not yes or no", nil},
 		{"PubkeyAuthentication 1", "PubkeyAuthentication", "not yes or no", nil},
+		{"StrictModes off", "StrictModes", "not yes or no", nil},
 		{"PermitRootLogin sometimes", "PermitRootLogin", "not one of", nil},
 		{"AllowUsers a,b", "AllowUsers", "bad user pattern", nil},
 		{"MaxStartups 10:30", "MaxStartups", "start:rate:full", nil},

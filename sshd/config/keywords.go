@@ -38,6 +38,7 @@ var keywords = []*keyword{
 	algKW("HostKeyAlgorithms", HostKeyAlgList, func(c *Config) *[]string { return &c.HostKeyAlgorithms }),
 	boolKW("PasswordAuthentication", false, func(c *Config) *bool { return &c.PasswordAuthentication }),
 	boolKW("PubkeyAuthentication", true, func(c *Config) *bool { return &c.PubkeyAuthentication }),
+	boolKW("StrictModes", true, func(c *Config) *bool { return &c.StrictModes }),
 	enumKW("PermitRootLogin", DefaultPermitRootLogin, func(c *Config) *string { return &c.PermitRootLogin },
 		[]string{"yes", "prohibit-password", "forced-commands-only", "no"}, map[string]string{"without-password": "prohibit-password"}),
 	{name: "AllowUsers", multi: true, minArgs: 1, maxArgs: -1, set: setAllowUsers,
@@ -94,7 +95,7 @@ var unsupported = []string{"Match", "Include", "UsePAM", "X11Forwarding", "Print
 	"AllowAgentForwarding", "ChallengeResponseAuthentication", "KbdInteractiveAuthentication",
 	"GSSAPIAuthentication", "KerberosAuthentication", "UseDNS", "ChrootDirectory", "ForceCommand",
 	"DenyUsers", "AllowGroups", "DenyGroups", "PermitUserEnvironment", "AuthorizedKeysCommand",
-	"HostCertificate", "PermitOpen", "GatewayPorts", "StrictModes", "Compression", "SyslogFacility",
+	"HostCertificate", "PermitOpen", "GatewayPorts", "Compression", "SyslogFacility",
 	"AddressFamily", "PermitEmptyPasswords", "PrintLastLog", "TCPKeepAlive"}
 
 var (
