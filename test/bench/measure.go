@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// bench runs single measurements against the servers.
+type bench struct {
+	c       *client
+	w       *workspace
+	size    int64
+	timeout time.Duration // per transfer
+	signer  ssh.Signer    // client key, for in-process handshakes
+	hostKey ssh.PublicKey
+}
+
+// transferTimeout bounds one transfer: a minute plus the payload at
+// 4 MB/s, far below any server's speed, so only a hang trips it.
+func transferTimeout(size int64) time.Duration {
+	return time.Minute + time.Duration(float64(size)/4e6*float64(time.Second))
+}
+
+// measureCPU runs f and returns the server's CPU seconds spent meanwhile,
+// counting only after the connection's processes are gone.
+func measureCPU(sv *server, f func() error) (float64, error) {
+	base := 0
+	if err := sv.meter.Settle(base, 5*time.Second); err != nil {
+		return 0, err
+	}
+	before, err := sv.meter.Seconds()
+	if err != nil {
+		return 0, err
+	}
+	if err := f(); err != nil {
+		return 0, err
+	}
+	if err := sv.meter.Settle(base, 10*time.Second); err != nil {
+		return 0, err
+	}
+	after, err := sv.meter.Seconds()
+	return after - before, err
+}
+
+// transfer moves the payload once in the way kind says and times it.
+func (b *bench) transfer(ctx context.Context, sv *server, kind, cipher string) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	var d time.Duration
+	cpu, err := measureCPU(sv, func() (err error) {
+		d, err = b.move(ctx, sv.port, kind, cipher)
+		return err
+	})
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{Seconds: d.Seconds(), CPUSeconds: cpu, Bytes: b.size}, nil
+}
+
+// move runs the client command of one transfer and checks what arrived.
+func (b *bench) move(ctx context.Context, port int, kind, cipher string) (time.Duration, error) {
+	c, w := b.c, b.w
+	switch kind {
+	case kindPipeUp:
+		f, err := os.Open(w.Payload)
+		if err != nil {
+			return 0, fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		return runCmd(ctx, c.sshArgs(port, cipher, "cat > /dev/null"), f, nil)
+	case kindPipeDown:
+		var n countWriter
+		d, err := runCmd(ctx, c.sshArgs(port, cipher, "cat "+w.Payload), nil, &n)
+		if err == nil && n.n != b.size {
+			err = fmt.Errorf("bench: pipe download got %d bytes, want %d", n.n, b.size)
+		}
+		return d, err
+	case kindSFTPGet, kindSFTPPut:
+		return b.sftp(ctx, port, kind, cipher)
+	case kindSCPUp, kindSCPOUp:
+		dst := filepath.Join(w.Remote, "scp.bin")
+		return b.checked(dst, func() (time.Duration, error) {
+			return runCmd(ctx, c.scpArgs(port, cipher, kind == kindSCPOUp, w.Payload, c.remote(dst)), nil, nil)
+		})
+	case kindSCPDown, kindSCPODown:
+		dst := filepath.Join(w.Local, "scp.bin")
+		return b.checked(dst, func() (time.Duration, error) {
+			return runCmd(ctx, c.scpArgs(port, cipher, kind == kindSCPODown, c.remote(w.Payload), dst), nil, nil)
+		})
+	}
+	return 0, fmt.Errorf("bench: unknown transfer %q", kind)
+}
+
+// sftp runs a one-line batch: get the payload or put it.
+func (b *bench) sftp(ctx context.Context, port int, kind, cipher string) (time.Duration, error) {
+	dst := filepath.Join(b.w.Local, "sftp.bin")
+	line := fmt.Sprintf("get %s %s\n", b.w.Payload, dst)
+	if kind == kindSFTPPut {
+		dst = filepath.Join(b.w.Remote, "sftp.bin")
+		line = fmt.Sprintf("put %s %s\n", b.w.Payload, dst)
+	}
+	batch := filepath.Join(b.w.Dir, kind+".batch")
+	if err := os.WriteFile(batch, []byte(line), 0o600); err != nil {
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	return b.checked(dst, func() (time.Duration, error) {
+		return runCmd(ctx, b.c.sftpArgs(port, cipher, batch), nil, nil)
+	})
+}
+
+// checked runs f, checks that dst holds the whole payload and removes it.
+func (b *bench) checked(dst string, f func() (time.Duration, error)) (time.Duration, error) {
+	defer os.Remove(dst)
+	d, err := f()
+	if err != nil {
+		return d, err
+	}
+	return d, checkSize(dst, b.size)
+}
+
+// latency times `ssh host true` once.
+func (b *bench) latency(ctx context.Context, sv *server) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	d, err := runCmd(ctx, b.c.sshArgs(sv.port, "", "true"), nil, nil)
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{Seconds: d.Seconds()}, nil
+}
+
+// handshakes runs total SSH handshakes (key exchange and public-key user
+// authentication, then disconnect) with the x/crypto/ssh client from
+// clients goroutines at once, and times them all. The client is in
+// process so its own cost stays small next to the server's.
+func (b *bench) handshakes(ctx context.Context, sv *server, clients, total int) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cfg := &ssh.ClientConfig{
+		User:              b.c.user,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(b.signer)},
+		HostKeyCallback:   ssh.FixedHostKey(b.hostKey),
+		HostKeyAlgorithms: []string{hostKeyAlg},
+		Timeout:           30 * time.Second,
+		Config:            ssh.Config{KeyExchanges: []string{kexAlg}, Ciphers: []string{"aes128-gcm@openssh.com"}},
+	}
+	addr := net.JoinHostPort(b.c.addr, strconv.Itoa(sv.port))
+	var left atomic.Int64
+	left.Store(int64(total))
+	var wg sync.WaitGroup
+	errs := make([]error, clients)
+	var d time.Duration
+	cpu, err := measureCPU(sv, func() error {
+		start := time.Now()
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-1) >= 0 && ctx.Err() == nil {
+					if err := handshake(ctx, addr, cfg); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		d = time.Since(start)
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{Seconds: d.Seconds(), CPUSeconds: cpu, Count: total}, nil
+}
+
+// handshake connects, authenticates and hangs up.
+func handshake(ctx context.Context, addr string, cfg *ssh.ClientConfig) error {
+	var dl net.Dialer
+	conn, err := dl.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("bench: handshake: %w", err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("bench: handshake: %w", err)
+	}
+	go ssh.DiscardRequests(reqs)
+	go func() {
+		for ch := range chans {
+			ch.Reject(ssh.Prohibited, "no")
+		}
+	}()
+	return c.Close()
+}
+
+// loadClientKeys reads the client key and the host public key for the
+// in-process handshakes.
+func (b *bench) loadClientKeys() error {
+	pem, err := os.ReadFile(b.w.ClientKey)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if b.signer, err = ssh.ParsePrivateKey(pem); err != nil {
+		return fmt.Errorf("bench: client key: %w", err)
+	}
+	pub, err := os.ReadFile(b.w.HostKey + ".pub")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if b.hostKey, _, _, _, err = ssh.ParseAuthorizedKey(pub); err != nil {
+		return fmt.Errorf("bench: host key: %w", err)
+	}
+	return nil
+}

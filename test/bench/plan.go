@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// task is one benchmark and the servers it runs on.
+type task struct {
+	Kind    string
+	Cipher  string
+	Clients int
+	Servers []string
+}
+
+// groups maps the -only words to benchmark kinds.
+var groups = map[string][]string{
+	"pipe":       {kindPipeUp, kindPipeDown},
+	"sftp":       {kindSFTPGet, kindSFTPPut},
+	"scp":        {kindSCPUp, kindSCPDown, kindSCPOUp, kindSCPODown},
+	"latency":    {kindLatency},
+	"handshakes": {kindHandshake},
+}
+
+// groupOrder is the order of -only's default, "all".
+var groupOrder = []string{"pipe", "sftp", "scp", "latency", "handshakes"}
+
+// parseOnly turns "pipe,sftp" (or "all") into the set of kinds to run.
+func parseOnly(s string) (map[string]bool, error) {
+	out := map[string]bool{}
+	words := strings.Split(s, ",")
+	if strings.TrimSpace(s) == "all" {
+		words = groupOrder
+	}
+	for _, w := range words {
+		kinds, ok := groups[strings.TrimSpace(w)]
+		if !ok {
+			return nil, fmt.Errorf("bench: -only %q: want all or a comma list of %s", w, strings.Join(groupOrder, ", "))
+		}
+		for _, k := range kinds {
+			out[k] = true
+		}
+	}
+	return out, nil
+}
+
+// makePlan lists the tasks of one round in a fixed order: pipes per
+// cipher, sftp, scp, latency, then handshakes per client count.
+func makePlan(s Settings, specs []serverSpec, kinds map[string]bool) []task {
+	var out []task
+	add := func(kind, cipher string, clients int, on func(serverSpec) bool) {
+		if !kinds[kind] {
+			return
+		}
+		t := task{Kind: kind, Cipher: cipher, Clients: clients}
+		for _, sp := range specs {
+			if on(sp) {
+				t.Servers = append(t.Servers, sp.Name)
+			}
+		}
+		if len(t.Servers) > 0 {
+			out = append(out, t)
+		}
+	}
+	for _, c := range s.Ciphers {
+		for _, k := range groups["pipe"] {
+			add(k, c, 0, func(sp serverSpec) bool { return sp.Pipe(c) })
+		}
+	}
+	for _, k := range append(groups["sftp"], groups["scp"]...) {
+		add(k, s.XferCipher, 0, func(sp serverSpec) bool { return sp.Files && sp.Pipe(s.XferCipher) })
+	}
+	add(kindLatency, "", 0, func(sp serverSpec) bool { return sp.Sessions })
+	for _, n := range s.Clients {
+		add(kindHandshake, "", n, func(sp serverSpec) bool { return sp.Sessions })
+	}
+	return out
+}
+
+// rotate returns xs started at index round mod len: round 0 runs the
+// servers in order, round 1 starts with the second, and so on, so no
+// server always goes first after the others warmed the caches.
+func rotate(xs []string, round int) []string {
+	if len(xs) == 0 {
+		return nil
+	}
+	r := round % len(xs)
+	return append(append([]string{}, xs[r:]...), xs[:r]...)
+}

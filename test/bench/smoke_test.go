@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/testenv"
+)
+
+// SmokeEnv turns on TestSmoke, which runs the whole harness briefly
+// against real servers. It is off by default: go test ./test/bench stays
+// fast and needs no OpenSSH.
+const SmokeEnv = "OFFLOAD_BENCH_SMOKE"
+
+// TestSmoke runs one tiny round of every benchmark on OpenSSH and offload
+// (and SoftHSM when OFFLOAD_BENCH_SMOKE_PKCS11=1) and checks that the
+// report has a sample for every case and no error.
+func TestSmoke(t *testing.T) {
+	if os.Getenv(SmokeEnv) != "1" {
+		t.Skipf("set %s=1 to run the benchmark harness once with tiny sizes", SmokeEnv)
+	}
+	for _, tool := range []string{"ssh", "sftp", "scp", "ssh-keygen"} {
+		testenv.LookPath(t, tool, toolHint)
+	}
+	testenv.FirstFile(t, "sshd", toolHint, sshdPaths...)
+	servers := "openssh,offload,offload-software"
+	if os.Getenv("OFFLOAD_BENCH_SMOKE_PKCS11") == "1" {
+		servers += ",offload-pkcs11"
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"-rounds", "1", "-size", "1MiB", "-clients", "1,4", "-handshakes", "4",
+		"-latency-runs", "2", "-servers", servers, "-out", out}, &stdout, &stderr)
+	t.Log(stderr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range r.Cases {
+		if len(c.Errors) > 0 || len(c.Samples) == 0 {
+			t.Errorf("%s on %s: %d samples, errors %v", keyLabel(c.key()), c.Server, len(c.Samples), c.Errors)
+		}
+	}
+	for _, f := range []string{"results.md", "pipe.svg", "handshakes.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
