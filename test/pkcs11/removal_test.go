@@ -1,0 +1,149 @@
+//go:build cgo && !nopkcs11
+
+package pkcs11_test
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/pkcs11"
+	"github.com/offload/offload/providers/software"
+)
+
+// importWithUtil stores a PKCS #8 key on the token from outside the test
+// process, as an administrator restoring a token would.
+func importWithUtil(t *testing.T, tok *softhsmtest.Token, key *ecdsa.PrivateKey, label string) {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tok.Env.Util, "--import", file, "--token", tok.Label, "--label", label, "--id", "01",
+		"--pin", tok.PIN).CombinedOutput()
+	if err != nil {
+		t.Fatalf("softhsm2-util --import: %v: %s", err, out)
+	}
+}
+
+func waitHealth(t *testing.T, p *pkcs11.Provider, up bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Health()[0].Up != up {
+		if time.Now().After(deadline) {
+			t.Fatalf("token did not become up=%v in 10s: %+v", up, p.Health()[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTokenRemovedAndRecreated removes a real SoftHSM token under a
+// running process and creates it again: the health probe notices both;
+// the token key fails closed while it is gone; an AEAD in use carries on
+// and new bulk work falls open to software; once an administrator restores
+// the key the same signer works again, and a different key under the same
+// name is refused.
+func TestTokenRemovedAndRecreated(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "removable")
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	importWithUtil(t, tok, key, "host")
+
+	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{HealthInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := provider.New(provider.Config{Policy: provider.Policy{Mode: provider.ModePreferHardware}})
+	for _, q := range []provider.Provider{p, software.New()} {
+		if err := reg.Register(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer reg.Close()
+	ctx := context.Background()
+	s, err := reg.Signer(ctx, tok.URI("host"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func() error {
+		d := sha256.Sum256([]byte("removal"))
+		sig, err := s.Sign(rand.Reader, d[:], crypto.SHA256)
+		if err == nil && !ecdsa.VerifyASN1(&key.PublicKey, d[:], sig) {
+			return errors.New("signature does not verify under the original key")
+		}
+		return err
+	}
+	if err := sign(); err != nil {
+		t.Fatal(err)
+	}
+	aesKey := bytes.Repeat([]byte{3}, 16)
+	inUse, err := reg.AEAD("aes128-gcm", aesKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, onToken := inUse.(interface{ FellBack() bool }); !onToken {
+		t.Fatalf("prefer-hardware should put the AEAD on the token, got %T", inUse)
+	}
+	defer provider.Release(inUse)
+
+	tok.Delete(t)
+	waitHealth(t, p, false)
+	if err := sign(); err == nil || !strings.Contains(err.Error(), "no software fallback") {
+		t.Errorf("signing with the token gone: %v, want a fail-closed error", err)
+	}
+	block, _ := aes.NewCipher(aesKey)
+	ref, _ := cipher.NewGCM(block)
+	nonce := make([]byte, 12)
+	if got, want := inUse.Seal(nil, nonce, []byte("still here"), nil), ref.Seal(nil, nonce, []byte("still here"), nil); !bytes.Equal(got, want) {
+		t.Errorf("the AEAD in use changed its output when the token went away")
+	}
+	fresh, err := reg.AEAD("aes128-gcm", aesKey)
+	if err != nil {
+		t.Fatalf("new AEAD with the token gone: %v, want software to serve", err)
+	}
+	if _, onToken := fresh.(interface{ FellBack() bool }); onToken {
+		t.Errorf("new AEAD went to the missing token")
+	}
+	provider.Release(fresh)
+
+	tok.Recreate(t)
+	importWithUtil(t, tok, key, "host")
+	waitHealth(t, p, true)
+	if err := sign(); err != nil {
+		t.Errorf("after the token and key came back: %v", err)
+	}
+	if h := p.Health()[0]; h.Recoveries == 0 {
+		t.Errorf("Health = %+v, want a recovery counted", h)
+	}
+
+	// The same name, another key: refused, never used.
+	tok.Delete(t)
+	waitHealth(t, p, false)
+	tok.Recreate(t)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	importWithUtil(t, tok, other, "host")
+	waitHealth(t, p, true)
+	if err := sign(); err == nil || !strings.Contains(err.Error(), "different key") {
+		t.Errorf("signing after the key was replaced: %v, want a refusal", err)
+	}
+}
