@@ -191,7 +191,8 @@ func DefaultCiphers(reg *provider.Registry) []string {
 }
 
 // gcmIsFast compares the measured score of the provider that would serve
-// aes128-gcm with that of chacha20-poly1305.
+// aes128-gcm with that of chacha20-poly1305. Without a calibrator it
+// trusts AES on CPU instructions.
 func gcmIsFast(reg *provider.Registry) bool {
 	if reg == nil {
 		return false
@@ -200,9 +201,9 @@ func gcmIsFast(reg *provider.Registry) bool {
 	if err != nil {
 		return false
 	}
-	gs, gok := chosenScore(gcm)
+	gs, gok := chosenScore(reg, gcm)
 	if cc, err := reg.Explain("chacha20-poly1305"); err == nil {
-		if cs, cok := chosenScore(cc); gok && cok {
+		if cs, cok := chosenScore(reg, cc); gok && cok {
 			return gs >= cs
 		}
 	}
@@ -214,11 +215,30 @@ func gcmIsFast(reg *provider.Registry) bool {
 	return false
 }
 
-func chosenScore(ex *provider.Explanation) (float64, bool) {
+// chosenScore is the measured score of the chosen provider, measuring it
+// when the registry has a calibrator but no result yet (the registry does
+// not measure a sole candidate).
+func chosenScore(reg *provider.Registry, ex *provider.Explanation) (float64, bool) {
 	for _, c := range ex.Candidates {
 		if c.Provider == ex.Chosen && c.Measurement != nil {
 			return c.Measurement.Score(), true
 		}
 	}
-	return 0, false
+	cal := reg.Calibrator()
+	if cal == nil {
+		return 0, false
+	}
+	p, err := reg.Provider(ex.Chosen)
+	if err != nil {
+		return 0, false
+	}
+	alg, err := provider.Lookup(ex.Algorithm)
+	if err != nil {
+		return 0, false
+	}
+	m, err := cal.Measure(alg, p)
+	if err != nil {
+		return 0, false
+	}
+	return m.Score(), true
 }
