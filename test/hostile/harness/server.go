@@ -44,6 +44,7 @@ import (
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
 )
 
 // Server is a running in-process server.
@@ -98,6 +99,7 @@ func Start(t testing.TB, mutate func(*sshd.Config)) *Server {
 	cfg := &sshd.Config{
 		Registry: Registry(t),
 		Auth:     authConfig(t, s.Signer),
+		Conn:     &connection.Config{AcceptEnv: []string{"SHLVL"}},
 		Logger:   slog.New(slog.NewTextHandler(s.Log, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	if os.Getenv("OFFLOAD_TEST_LOG") != "" {
@@ -152,6 +154,23 @@ func (s *Server) ClientConfig() *ssh.ClientConfig {
 		HostKeyCallback: ssh.InsecureIgnoreHostKey(),
 		Timeout:         10 * time.Second,
 	}
+}
+
+// NewSession opens a session that sets SHLVL=1. bash sources ~/.bashrc
+// when started by sshd at shell level 1; a developer's ~/.bashrc (pyenv
+// init, say) then costs seconds per exec. SHLVL=1 makes bash's level 2,
+// so it does not, and the tests measure the server rather than the
+// account's shell start-up. The server accepts SHLVL (AcceptEnv).
+func NewSession(c *ssh.Client) (*ssh.Session, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Setenv("SHLVL", "1"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Dial logs in with x/crypto/ssh.

@@ -54,7 +54,7 @@ func (s *Server) StartStream() (*Stream, error) {
 }
 
 func startStream(c *ssh.Client, chunk int, pause time.Duration) (*Stream, error) {
-	sess, err := c.NewSession()
+	sess, err := NewSession(c)
 	if err != nil {
 		return nil, fmt.Errorf("healthy session: new session: %w", err)
 	}

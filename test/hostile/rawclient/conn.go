@@ -162,7 +162,11 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	if 1+pad >= len(body) {
 		return nil, fmt.Errorf("rawclient: server sent padding %d in %d bytes", pad, len(body))
 	}
-	return body[1 : len(body)-pad], nil
+	p := body[1 : len(body)-pad]
+	if p[0] == wire.MsgNewKeys {
+		c.switchRead()
+	}
+	return p, nil
 }
 
 // DisconnectError is an SSH_MSG_DISCONNECT from the server.

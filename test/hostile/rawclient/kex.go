@@ -261,10 +261,17 @@ func (c *Conn) SendNewKeys() error {
 	return nil
 }
 
-// ReadNewKeys reads the server's NEWKEYS and switches the read direction.
+// ReadNewKeys reads the server's NEWKEYS; ReadPacket switches the read
+// direction when it sees one.
 func (c *Conn) ReadNewKeys() error {
-	if _, err := c.Expect(wire.MsgNewKeys); err != nil {
-		return err
+	_, err := c.Expect(wire.MsgNewKeys)
+	return err
+}
+
+// switchRead installs the pending read keys after the server's NEWKEYS.
+func (c *Conn) switchRead() {
+	if c.kex == nil || c.kex.pending[1] == nil {
+		return
 	}
 	c.r = c.kex.pending[1]
 	if c.Strict {
@@ -272,7 +279,6 @@ func (c *Conn) ReadNewKeys() error {
 	}
 	c.KexCount++
 	c.kex = nil
-	return nil
 }
 
 // Handshake exchanges versions (DefaultVersion) and runs the first key

@@ -1,0 +1,233 @@
+package hostile
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/sshd/wire"
+	"github.com/offload/offload/test/hostile/rawclient"
+)
+
+// kexStep is how far a key exchange has got when a case interferes.
+type kexStep int
+
+const (
+	beforeKexInit kexStep = iota // after the version exchange
+	afterKexInit                 // KEXINITs exchanged
+	afterReply                   // ECDH reply received, NEWKEYS not sent
+)
+
+// kexUpTo runs the first key exchange up to step.
+func kexUpTo(t *testing.T, rc *rawclient.Conn, o *rawclient.KexOptions, step kexStep) {
+	t.Helper()
+	if step == beforeKexInit {
+		return
+	}
+	if err := rc.SendKexInit(o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.ReadKexInit(); err != nil {
+		t.Fatal(err)
+	}
+	if step == afterKexInit {
+		return
+	}
+	if err := rc.SendECDHInit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ReadECDHReply(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var serviceRequest = wire.AppendString([]byte{wire.MsgServiceRequest}, "ssh-userauth")
+
+// TestKeyExchange sends messages the key exchange must refuse.
+func TestKeyExchange(t *testing.T) {
+	e := newEnv(t, nil)
+	e.run("server-offers-strict-kex", func(t *testing.T) {
+		rc := e.versioned(t)
+		if _, err := rc.ReadKexInit(); err != nil {
+			t.Fatal(err)
+		}
+		ki, err := rawclient.ParseKexInit(rc.ServerKexInit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(ki.Kex, rawclient.StrictServer) {
+			t.Errorf("server KEXINIT does not offer %s (Terrapin, CVE-2023-48795): %v", rawclient.StrictServer, ki.Kex)
+		}
+		for _, nist := range []string{"ecdh-sha2-nistp256", "ecdh-sha2-nistp384", "ecdh-sha2-nistp521"} {
+			if slices.Contains(ki.Kex, nist) {
+				t.Errorf("default offer contains %s", nist)
+			}
+		}
+	})
+	wrong := []struct {
+		name string
+		step kexStep
+		msg  []byte
+	}{
+		{"service-request-before-kexinit", beforeKexInit, serviceRequest},
+		{"userauth-before-kexinit", beforeKexInit, rawclient.PasswordRequest("root", "x")},
+		{"newkeys-before-kexinit", beforeKexInit, []byte{wire.MsgNewKeys}},
+		{"newkeys-before-ecdh-init", afterKexInit, []byte{wire.MsgNewKeys}},
+		{"ecdh-reply-from-client", afterKexInit, wire.AppendBytes([]byte{wire.MsgKexECDHReply}, make([]byte, 32))},
+		{"short-ecdh-init", afterKexInit, wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 31))},
+		{"service-request-before-newkeys", afterReply, serviceRequest},
+		{"kexinit-before-newkeys", afterReply, []byte{wire.MsgKexInit}},
+		{"channel-open-before-newkeys", afterReply, wire.AppendString([]byte{wire.MsgChannelOpen}, "session")},
+	}
+	for _, c := range wrong {
+		e.run(c.name, func(t *testing.T) {
+			rc := e.versioned(t)
+			kexUpTo(t, rc, nil, c.step)
+			if err := rc.WritePacket(c.msg); err != nil {
+				t.Fatal(err)
+			}
+			expectDisconnect(t, rc, wire.DisconnectProtocolError, wire.DisconnectKeyExchangeFailed)
+		})
+	}
+	e.run("kex-message-outside-kex", func(t *testing.T) {
+		rc := e.keyed(t, nil)
+		rc.WritePacket(wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 32)))
+		expectDisconnect(t, rc, wire.DisconnectProtocolError)
+	})
+}
+
+// TestStrictKex checks kex-strict-c-v00@openssh.com: during the initial
+// exchange only kex messages are allowed, and the KEXINIT must be first.
+func TestStrictKex(t *testing.T) {
+	e := newEnv(t, nil)
+	ignore := ignoreMsg(16)
+	debug := append(wire.AppendBool([]byte{wire.MsgDebug}, false), wire.AppendString(wire.AppendString(nil, "x"), "")...)
+	unimpl := wire.AppendUint32([]byte{wire.MsgUnimplemented}, 0)
+	violations := []struct {
+		name string
+		step kexStep
+		msg  []byte
+	}{
+		{"ignore-before-kexinit", beforeKexInit, ignore},
+		{"debug-before-kexinit", beforeKexInit, debug},
+		{"ignore-after-kexinit", afterKexInit, ignore},
+		{"unimplemented-after-kexinit", afterKexInit, unimpl},
+		{"ignore-before-newkeys", afterReply, ignore},
+	}
+	for _, v := range violations {
+		e.run(v.name, func(t *testing.T) {
+			rc := e.versioned(t)
+			switch v.step {
+			case beforeKexInit:
+				rc.WritePacket(v.msg)
+				kexUpTo(t, rc, nil, afterKexInit)
+				// Keep going as a Terrapin attacker would; the server
+				// must refuse when it sees the exchange.
+				rc.SendECDHInit()
+			case afterKexInit:
+				kexUpTo(t, rc, nil, afterKexInit)
+				rc.WritePacket(v.msg)
+				rc.SendECDHInit()
+			case afterReply:
+				kexUpTo(t, rc, nil, afterReply)
+				rc.WritePacket(v.msg)
+			}
+			expectDisconnect(t, rc, wire.DisconnectProtocolError)
+		})
+	}
+	// Without strict kex the same IGNOREs are legal: the refusal above is
+	// the strict-kex rule, not a general one.
+	e.run("ignore-allowed-without-strict", func(t *testing.T) {
+		rc := e.versioned(t)
+		o := &rawclient.KexOptions{NoStrict: true}
+		rc.WritePacket(ignore)
+		if err := rc.SendKexInit(o); err != nil {
+			t.Fatal(err)
+		}
+		rc.WritePacket(ignore)
+		if _, err := rc.ReadKexInit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.SendECDHInit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.ReadECDHReply(); err != nil {
+			t.Fatal(err)
+		}
+		rc.WritePacket(ignore)
+		if err := rc.SendNewKeys(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.ReadNewKeys(); err != nil {
+			t.Fatalf("non-strict handshake with IGNOREs: %v", err)
+		}
+		if rc.Strict {
+			t.Error("strict kex negotiated although the client did not offer it")
+		}
+		if err := rc.RequestService("ssh-userauth"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestKexFloods floods the key exchange.
+func TestKexFloods(t *testing.T) {
+	e := newEnv(t, nil)
+	e.run("kexinit-flood-initial", func(t *testing.T) {
+		rc := e.versioned(t)
+		p := rc.KexInitPayload(nil)
+		var flood []byte
+		for range 200 {
+			flood = append(flood, rc.Seal(rawclient.Packet(p, rc.Padding(len(p))))...)
+		}
+		go rc.WriteRaw(flood)
+		expectClosedWithReason(t, rc, wire.DisconnectProtocolError)
+	})
+	e.run("kexinit-flood-after-kex", func(t *testing.T) {
+		rc := e.keyed(t, nil)
+		p := rc.KexInitPayload(nil)
+		var flood []byte
+		for range 200 {
+			flood = append(flood, rc.Seal(rawclient.Packet(p, rc.Padding(len(p))))...)
+		}
+		go rc.WriteRaw(flood)
+		expectClosedWithReason(t, rc, wire.DisconnectProtocolError)
+	})
+	e.run("rekey-flood", func(t *testing.T) {
+		rc := e.keyed(t, nil)
+		const n = 500
+		start := time.Now()
+		for i := range n {
+			if err := rc.Rekey(nil); err != nil {
+				// Refusing a flood is allowed; it must say so.
+				var d *rawclient.DisconnectError
+				t.Logf("server stopped the rekey flood after %d exchanges: %v (%T)", i, err, d)
+				return
+			}
+		}
+		t.Logf("server completed %d client rekeys in %v (no rate limit)", n, time.Since(start).Round(time.Millisecond))
+		if e.stream != nil {
+			if err := rc.AuthPublicKey(e.srv.User, e.srv.Signer); err != nil {
+				t.Fatalf("login after the rekey flood: %v", err)
+			}
+		}
+	})
+}
+
+// expectClosedWithReason is expectDisconnect for floods: the server may
+// reset the connection (unread flood data turns its FIN into an RST)
+// before its DISCONNECT can be read, which is logged, not failed.
+func expectClosedWithReason(t *testing.T, rc *rawclient.Conn, reason uint32) {
+	t.Helper()
+	d, err := rc.ReadDisconnect(replyTimeout)
+	switch {
+	case d != nil && d.Reason != reason:
+		t.Errorf("DISCONNECT reason %d (%q), want %d", d.Reason, d.Message, reason)
+	case d != nil:
+		t.Logf("server: DISCONNECT %d %q", d.Reason, d.Message)
+	case isTimeout(err):
+		t.Errorf("server kept the connection open for %v", replyTimeout)
+	default:
+		t.Logf("connection ended without a readable DISCONNECT: %v", err)
+	}
+}
