@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/user"
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd"
@@ -22,6 +21,9 @@ const maxBannerSize = 64 << 10
 // Config. Lists not set in the file stay nil so that the server picks its
 // defaults (the cipher order then follows calibration).
 func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer, log *slog.Logger) (*sshd.Config, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	a, err := authConfig(c, log)
 	if err != nil {
 		return nil, err
@@ -37,7 +39,7 @@ func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer
 	if c.LoginGraceTime == 0 {
 		sc.LoginGraceTime = -1 // sshd_config: 0 means no limit
 	}
-	attachConnection(sc, connectionConfig(c, log))
+	sc.Conn = connectionConfig(c, log)
 	return sc, nil
 }
 
@@ -76,12 +78,6 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 			return nil, err
 		}
 		a.Banner = b
-	}
-	if os.Geteuid() != 0 {
-		// Not root: sessions cannot change user, so only this one may log in.
-		if u, err := user.Current(); err == nil {
-			a.OnlyUser = u.Username
-		}
 	}
 	return a, a.Validate()
 }
@@ -122,9 +118,3 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	return cc
 }
 
-// attachConnection hands the connection-layer settings to the server.
-// sshd.Config has no field for them yet, so the server uses the
-// connection package's defaults until it does.
-func attachConnection(sc *sshd.Config, cc *connection.Config) {
-	_, _ = sc, cc
-}

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/sshd/config"
+	"github.com/offload/offload/sshd/connection"
 )
 
 // writeHostKey writes an OpenSSH ed25519 private key file and returns its path.
@@ -40,7 +42,7 @@ func writeConfig(t *testing.T, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
 	key := writeHostKey(t, dir)
-	text := "Port 2222\nListenAddress 127.0.0.1\nHostKey " + key + "\nCalibrationCache none\n" + extra
+	text := "Port 2222\nHostKey " + key + "\nCalibrationCache none\n" + extra
 	path := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ func TestSshdCheckBadConfig(t *testing.T) {
 	cfg := writeConfig(t, "MaxAuthTries lots\n")
 	_, _, err := runSshd("-t", "-f", cfg)
 	var le *config.LineError
-	if !errors.As(err, &le) || le.Line != 5 || le.Keyword != "MaxAuthTries" {
+	if !errors.As(err, &le) || le.Line != 4 || le.Keyword != "MaxAuthTries" {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -93,7 +95,7 @@ func TestSshdCheckOverride(t *testing.T) {
 }
 
 func TestSshdPrint(t *testing.T) {
-	cfg := writeConfig(t, "ProviderMap aes128-gcm=software\nCryptoPolicy fastest\n")
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1\nProviderMap aes128-gcm=software\nCryptoPolicy fastest\n")
 	out, _, err := runSshd("-T", "-f", cfg, "-p", "2022", "-o", "MaxSessions=3")
 	if err != nil {
 		t.Fatal(err)
@@ -131,5 +133,35 @@ func TestSshdPasswordAuthRefused(t *testing.T) {
 	_, _, err := runSshd("-t", "-f", cfg)
 	if err == nil || !strings.Contains(err.Error(), "PasswordAuthentication") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSshdServerConfig(t *testing.T) {
+	dir := t.TempDir()
+	banner := filepath.Join(dir, "banner")
+	os.WriteFile(banner, []byte("authorized use only\n"), 0o644)
+	c, err := config.Parse("f", strings.NewReader("AcceptEnv LANG LC_*\nSubsystem sftp internal-sftp\nSubsystem x /bin/x\n"+
+		"ChannelWindowSize 64M\nMaxSessions 0\nLoginGraceTime 0\nAllowTcpForwarding local\nBanner "+banner+
+		"\nStrictModes no\nCiphers aes256-ctr\nAuthorizedKeysFile none\nMaxStartups 3:50:7\nClientAliveInterval 30\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := serverConfig(c, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Conn.WindowSize != 64<<20 || sc.Conn.MaxSessions != -1 || sc.Conn.Subsystems["x"] != "/bin/x" ||
+		len(sc.Conn.AcceptEnv) != 2 || sc.Conn.AllowTCPForwarding != connection.ForwardLocal || sc.Conn.ClientAliveInterval != 30*time.Second {
+		t.Errorf("connection config %+v", sc.Conn)
+	}
+	if sc.LoginGraceTime >= 0 || sc.MaxStartups != 7 || len(sc.Ciphers) != 1 || sc.KexAlgorithms != nil {
+		t.Errorf("server config %+v", sc)
+	}
+	if sc.Auth.Banner != "authorized use only\n" || !sc.Auth.IgnoreFileModes || sc.Auth.AuthorizedKeysFiles[0] != "none" {
+		t.Errorf("auth config %+v", sc.Auth)
+	}
+	c2, _ := config.Parse("f", strings.NewReader("Banner "+filepath.Join(dir, "missing")+"\n"), nil)
+	if _, err := serverConfig(c2, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "Banner") {
+		t.Errorf("missing banner: %v", err)
 	}
 }
