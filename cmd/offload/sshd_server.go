@@ -117,4 +117,3 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	}
 	return cc
 }
-
