@@ -145,14 +145,30 @@ func loginShell(name string) string {
 
 // shellFromPasswd parses passwd(5) lines, skipping overlong ones.
 func shellFromPasswd(r io.Reader, name string) (string, bool) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 512), maxPasswdLine)
-	for sc.Scan() {
-		if sh, ok := passwdShell(sc.Bytes(), name); ok {
+	br := bufio.NewReaderSize(r, maxPasswdLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			skipLine(br)
+			continue
+		}
+		if sh, ok := passwdShell(bytes.TrimRight(line, "\n"), name); ok {
 			return sh, true
 		}
+		if err != nil {
+			return "", false
+		}
 	}
-	return "", false
+}
+
+// skipLine discards the rest of an overlong line.
+func skipLine(br *bufio.Reader) {
+	for {
+		_, err := br.ReadSlice('\n')
+		if err != bufio.ErrBufferFull {
+			return
+		}
+	}
 }
 
 // passwdShell returns the shell field of line when it is name's entry.

@@ -57,6 +57,8 @@ type cchan struct {
 	exitSignal string
 	core       bool
 	order      []string // "data", "eof", "exit", "close" as received
+	wmu        sync.Mutex
+	wbuf       []byte
 }
 
 func startClient(t testing.TB, cfg *Config, p *perm.Permissions) *client {
@@ -325,8 +327,10 @@ func (ch *cchan) write(p []byte) error {
 		n := min(uint32(len(p)), ch.sendWin, ch.maxPacket)
 		ch.sendWin -= n
 		ch.mu.Unlock()
-		b := appendChannelMsg(nil, wire.MsgChannelData, ch.remote)
-		ch.cl.send(wire.AppendBytes(b, p[:n]))
+		ch.wmu.Lock()
+		ch.wbuf = wire.AppendBytes(appendChannelMsg(ch.wbuf[:0], wire.MsgChannelData, ch.remote), p[:n])
+		ch.cl.send(ch.wbuf)
+		ch.wmu.Unlock()
 		p = p[n:]
 	}
 	return nil

@@ -33,6 +33,7 @@ type mux struct {
 	lastRead       atomic.Int64 // unix nanos of the last packet, for keepalive
 	probes         atomic.Int32 // unanswered keepalives
 	acct           accountOnce
+	handler        channelHandler // replaces all channel types when set (tests)
 }
 
 // Serve runs the connection protocol on pc for the user p authenticated
@@ -41,13 +42,19 @@ type mux struct {
 // wire.Disconnector), or the context's error. Before returning it closes
 // all channels, kills and reaps all child processes and closes pc.
 func Serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Config) error {
+	return serve(ctx, pc, p, cfg, nil)
+}
+
+// serve is Serve with an optional handler replacing the channel types
+// (for fuzzing without starting programs).
+func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Config, h channelHandler) error {
 	if p == nil {
 		p = &perm.Permissions{}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := &mux{pc: pc, cfg: cfg.settings(), perm: p, ctx: ctx, chans: map[uint32]*channel{},
-		addrs: addrsFrom(ctx, pc)}
+		addrs: addrsFrom(ctx, pc), handler: h}
 	m.log = m.cfg.Logger.With("user", p.User)
 	m.ctl = newCtlQueue(pc)
 	stop := context.AfterFunc(ctx, func() { pc.Close() })

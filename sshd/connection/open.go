@@ -13,6 +13,8 @@ func (m *mux) open(p []byte) error {
 		c = m.newChannelID(o)
 		if o.kind == "session" {
 			m.sessions++
+		}
+		if o.kind == "session" || m.handler != nil {
 			c.reqs = make(chan requestMsg, maxQueuedRequests)
 		}
 	}
@@ -39,6 +41,9 @@ func (m *mux) admit(o openMsg) (channelHandler, uint32, string) {
 	}
 	if o.maxPacket == 0 {
 		return nil, openConnectFailed, "maximum packet size 0"
+	}
+	if m.handler != nil {
+		return m.handler, 0, ""
 	}
 	switch o.kind {
 	case "session":

@@ -13,6 +13,9 @@ func (r *ring) len() int { return r.n }
 // write appends p, growing the buffer as needed. The caller guarantees
 // that the total stays within the channel window.
 func (r *ring) write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
 	if r.n+len(p) > len(r.buf) {
 		r.grow(r.n + len(p))
 	}

@@ -1,0 +1,104 @@
+package connection
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestShellFromPasswd(t *testing.T) {
+	db := "# comment\n" + strings.Repeat("x", maxPasswdLine+10) + "\n" +
+		"alice:x:1000:1000:Alice:/home/alice:/bin/zsh\n" +
+		"bob:x:1001:1001::/home/bob:\n" +
+		"bad:line\n"
+	cases := map[string]string{"alice": "/bin/zsh", "bob": defaultShell}
+	for name, want := range cases {
+		if got, ok := shellFromPasswd(strings.NewReader(db), name); !ok || got != want {
+			t.Errorf("%s: shell %q %v, want %q", name, got, ok, want)
+		}
+	}
+	if _, ok := shellFromPasswd(strings.NewReader(db), "bad"); ok {
+		t.Errorf("malformed entry accepted")
+	}
+}
+
+// TestAccountCredential checks what a root server would set for a user,
+// without needing a second account: the credential is computed for the
+// current user as if the server were root.
+func TestAccountCredential(t *testing.T) {
+	name := self(t).User
+	a, err := lookupAccount(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.cred == nil || a.cred.Uid != a.uid || a.cred.Gid != a.gid || !slices.Contains(a.cred.Groups, a.gid) {
+		t.Errorf("credential %+v for uid %d gid %d", a.cred, a.uid, a.gid)
+	}
+	if a.home == "" || a.shell == "" {
+		t.Errorf("home %q shell %q", a.home, a.shell)
+	}
+	// A non-root server can only serve its own account.
+	if _, err := lookupAccount(name, int(a.uid)+12345); err == nil {
+		t.Errorf("non-root server accepted a session for another uid")
+	}
+	if _, err := lookupAccount("no-such-user-offload", 0); err == nil {
+		t.Errorf("unknown user accepted")
+	}
+}
+
+// TestLoginShell runs a session with the real login shell from the
+// user database and checks SHELL, HOME and the working directory.
+func TestLoginShell(t *testing.T) {
+	saved := shellOverride
+	shellOverride = ""
+	defer func() { shellOverride = saved }()
+	p := self(t)
+	want := loginShell(p.User)
+	c := startClient(t, nil, p)
+	ch := run(t, c, `echo "$SHELL|$HOME|$(pwd)|$LOGNAME"`, nil)
+	home, _ := os.UserHomeDir()
+	out := strings.TrimSpace(ch.stdout.String())
+	if !strings.HasSuffix(out, want+"|"+home+"|"+home+"|"+p.User) {
+		t.Errorf("session saw %q, want shell %s home %s", out, want, home)
+	}
+}
+
+func TestUnknownUserRefused(t *testing.T) {
+	c := startClient(t, nil, nil)
+	ch := c.session(t)
+	if ch.exec("true") {
+		t.Errorf("exec without a user accepted")
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		p, s string
+		ok   bool
+	}{
+		{"LC_*", "LC_ALL", true}, {"LC_*", "LANG", false}, {"*", "", true},
+		{"?", "ab", false}, {"a*b*c", "axxbyyc", true}, {"a*b", "ab", true}, {"", "a", false},
+	}
+	for _, c := range cases {
+		if globMatch(c.p, c.s) != c.ok {
+			t.Errorf("globMatch(%q, %q) != %v", c.p, c.s, c.ok)
+		}
+	}
+}
+
+func TestRing(t *testing.T) {
+	var r ring
+	r.write(nil)
+	buf := make([]byte, 10)
+	for i := range 1000 {
+		r.write([]byte(strings.Repeat(string(rune('a'+i%26)), i%7)))
+		if r.len() > 5 {
+			r.read(buf[:3])
+		}
+	}
+	all := make([]byte, r.len())
+	if n := r.read(all); n != len(all) || r.len() != 0 {
+		t.Errorf("ring drained %d of %d", n, len(all))
+	}
+}
