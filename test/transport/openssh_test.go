@@ -126,12 +126,14 @@ func newFixture(t *testing.T, cfg *sshd.Config) *fixture {
 // command returns an ssh command line for the fixture with extra -o
 // options and a remote command.
 func (f *fixture) command(ctx context.Context, opts []string, remote string) *exec.Cmd {
-	args := []string{"-F", "/dev/null", "-p", f.port, "-i", f.key,
-		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"}
+	// ssh takes the first value of an option: the caller's go first.
+	var args []string
 	for _, o := range opts {
 		args = append(args, "-o", o)
 	}
+	args = append(args, "-F", "/dev/null", "-p", f.port, "-i", f.key,
+		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10")
 	args = append(args, "-l", f.user, "127.0.0.1", remote)
 	return exec.CommandContext(ctx, f.ssh, args...)
 }
@@ -163,22 +165,30 @@ func (f *fixture) run(t *testing.T, opts []string, remote string, stdin []byte) 
 // (a login shell that runs pyenv init takes seconds).
 func (f *fixture) sftp(t *testing.T, opts []string, batch string) string {
 	t.Helper()
+	out, err := f.sftpErr(t, opts, batch)
+	if err != nil {
+		t.Fatalf("sftp %v: %v\n%s", opts, err, out)
+	}
+	return out
+}
+
+func (f *fixture) sftpErr(t *testing.T, opts []string, batch string) (string, error) {
+	t.Helper()
 	sftp := testenv.LookPath(t, "sftp", "apt-get install openssh-client")
-	args := []string{"-b", "-", "-P", f.port, "-i", f.key, "-F", "/dev/null",
-		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"}
+	// ssh takes the first value of an option: the caller's go first.
+	var args []string
 	for _, o := range opts {
 		args = append(args, "-o", o)
 	}
+	args = append(args, "-b", "-", "-P", f.port, "-i", f.key, "-F", "/dev/null",
+		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sftp, append(args, f.user+"@127.0.0.1")...)
 	cmd.Stdin = strings.NewReader(batch)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sftp %v: %v\n%s", opts, err, out)
-	}
-	return string(out)
+	return string(out), err
 }
 
 // clientSupports lists what `ssh -Q what` reports.
