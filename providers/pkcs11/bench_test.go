@@ -1,0 +1,231 @@
+//go:build cgo && !nopkcs11
+
+package pkcs11
+
+import (
+	"context"
+	"crypto"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/pkcs11"
+	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/pkcs11/uri"
+)
+
+// cpuTime returns the process's user+system CPU time. Benchmarks report
+// it per operation beside wall time: on a shared, loaded machine it is the
+// steadier measure of what an operation costs.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loop runs op b.N times (b.Loop) and reports CPU ns per op.
+func loop(b *testing.B, op func()) {
+	start := cpuTime()
+	for b.Loop() {
+		op()
+	}
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// benchProvider opens a provider with a pool of sessions sessions.
+func benchProvider(b *testing.B, label string, sessions int) (*Provider, *softhsmtest.Token) {
+	b.Helper()
+	tok := softhsmtest.NewToken(b, label)
+	p, err := OpenURI(tok.TokenURI(), Config{MaxSessions: sessions, HealthInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p, tok
+}
+
+var benchKeys = []struct {
+	name string
+	kt   KeyType
+	opts crypto.SignerOpts
+}{
+	{"P-256", ECDSAP256, crypto.SHA256},
+	{"Ed25519", Ed25519, crypto.Hash(0)},
+	{"RSA-2048", RSA2048, crypto.SHA256},
+}
+
+// BenchmarkSign compares signing through the provider with a raw
+// miekg/pkcs11 C_SignInit + C_Sign loop on the same key and one session.
+func BenchmarkSign(b *testing.B) {
+	p, tok := benchProvider(b, "bench-sign", 1)
+	ctx := context.Background()
+	d := sha256.Sum256([]byte("benchmark"))
+	for _, k := range benchKeys {
+		s, err := p.Generate(ctx, uri.MustParse(tok.URI("bench-"+string(k.kt))), k.kt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(k.name+"/provider", func(b *testing.B) {
+			loop(b, func() {
+				if _, err := s.Sign(rand.Reader, d[:], k.opts); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run(k.name+"/raw", func(b *testing.B) {
+			sg := s.(*signer)
+			data := d[:]
+			if k.kt == RSA2048 {
+				data = append(append([]byte{}, digestInfoPrefix[crypto.SHA256]...), d[:]...)
+			}
+			t := sg.tok
+			sess, err := t.get(ctx, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer t.put(sess)
+			obj := sg.cache.Load().h
+			a := p.c.mod.ctx // the module itself, no wrapper
+			mech := []*pkcs11.Mechanism{pkcs11.NewMechanism(sg.mech[0].Mechanism, nil)}
+			loop(b, func() {
+				if err := a.SignInit(sess.h, mech, obj); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := a.Sign(sess.h, data); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkSignParallel signs P-256 from GOMAXPROCS goroutines with a pool
+// of one and of two sessions.
+func BenchmarkSignParallel(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(map[int]string{1: "sessions=1", 2: "sessions=2"}[n], func(b *testing.B) {
+			p, tok := benchProvider(b, "bench-par", n)
+			s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := sha256.Sum256([]byte("benchmark"))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkAESGCM seals SSH-sized packets on the token and, for
+// comparison, with Go's AES-GCM (the cpu provider's implementation).
+func BenchmarkAESGCM(b *testing.B) {
+	p, _ := benchProvider(b, "bench-gcm", 2)
+	key := make([]byte, 16)
+	alg := provider.MustLookup("aes128-gcm")
+	tokenAEAD, err := p.NewAEAD(alg, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer provider.Release(tokenAEAD)
+	block, _ := aes.NewCipher(key)
+	goAEAD, _ := cipher.NewGCM(block)
+	for _, size := range []int{1024, 32 << 10} {
+		for _, c := range []struct {
+			name string
+			a    cipher.AEAD
+		}{{"pkcs11", tokenAEAD}, {"go", goAEAD}} {
+			b.Run(c.name+"/"+map[int]string{1024: "1KiB", 32 << 10: "32KiB"}[size], func(b *testing.B) {
+				buf := make([]byte, size, size+16)
+				nonce := make([]byte, 12)
+				b.SetBytes(int64(size))
+				loop(b, func() {
+					nonce[0]++
+					c.a.Seal(buf[:0], nonce, buf, nil)
+				})
+			})
+		}
+	}
+}
+
+// nullSign answers C_SignInit and C_Sign without doing any work, so that
+// a benchmark through it measures only what the provider itself adds.
+type nullSign struct{ api }
+
+func (nullSign) SignInit(pkcs11.SessionHandle, []*pkcs11.Mechanism, pkcs11.ObjectHandle) error {
+	return nil
+}
+
+func (nullSign) Sign(_ pkcs11.SessionHandle, msg []byte) ([]byte, error) {
+	return make([]byte, 64), nil
+}
+
+// BenchmarkSignOverhead is the provider's own cost per signature (pool,
+// locks, handle cache, ASN.1): the token's work is replaced by a no-op.
+// raw is the same two calls made directly.
+func BenchmarkSignOverhead(b *testing.B) {
+	tok := softhsmtest.NewToken(b, "bench-overhead")
+	null := false
+	hooks := &testHooks{wrap: func(a api) api { return &switchable{api: a, null: &null} }}
+	p, err := OpenURI(tok.TokenURI(), Config{MaxSessions: 1, HealthInterval: -1, testHooks: hooks})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	null = true
+	d := sha256.Sum256([]byte("overhead"))
+	b.Run("provider", func(b *testing.B) {
+		loop(b, func() {
+			if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("raw", func(b *testing.B) {
+		a := nullSign{}
+		mech := []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_ECDSA, nil)}
+		loop(b, func() {
+			if err := a.SignInit(1, mech, 1); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.Sign(1, d[:]); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
+// switchable passes calls to the module until null is set, then answers
+// C_SignInit and C_Sign itself.
+type switchable struct {
+	api
+	null *bool
+}
+
+func (s *switchable) SignInit(h pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error {
+	if *s.null {
+		return nullSign{}.SignInit(h, m, o)
+	}
+	return s.api.SignInit(h, m, o)
+}
+
+func (s *switchable) Sign(h pkcs11.SessionHandle, msg []byte) ([]byte, error) {
+	if *s.null {
+		return nullSign{}.Sign(h, msg)
+	}
+	return s.api.Sign(h, msg)
+}
