@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -375,5 +376,29 @@ func TestPolicy(t *testing.T) {
 	p := c.Policy()
 	if p.Mode != provider.ModeSoftwareOnly || p.Pins["aes128-gcm"] != "software" || len(p.Deny) != 1 || p.Deny[0].Provider != "cpu" {
 		t.Errorf("Policy = %v", p)
+	}
+}
+
+// TestSampleConfig keeps docs/sshd_config.sample valid, and checks that
+// every commented-out default in it parses too.
+func TestSampleConfig(t *testing.T) {
+	const sample = "../../docs/sshd_config.sample"
+	c, err := Load(sample, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.HostKeys) != 1 || c.PKCS11Module == "" {
+		t.Errorf("sample: %+v", c)
+	}
+	b, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if len(line) > 1 && line[0] == '#' && line[1] >= 'A' && line[1] <= 'Z' {
+			if _, err := Parse(sample, strings.NewReader(line[1:]), nil); err != nil {
+				t.Errorf("line %d %q: %v", i+1, line, err)
+			}
+		}
 	}
 }
