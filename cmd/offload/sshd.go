@@ -30,6 +30,8 @@ type sshdOptions struct {
 	inetd           bool     // -i
 	logFile         string   // -E
 	shutdownTimeout time.Duration
+
+	level *slog.LevelVar // the log level, which a reload may change
 }
 
 // listFlag collects a repeatable string flag.
@@ -149,7 +151,17 @@ func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 			level = c.SlogLevel()
 		}
 	}
-	return stderrLogger(w, level), closeFn, nil
+	o.level = new(slog.LevelVar)
+	o.level.Set(level)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.level})), closeFn, nil
+}
+
+// setLevel applies a reloaded configuration's LogLevel, unless -d fixed
+// the level at debug.
+func (o *sshdOptions) setLevel(c *config.Config) {
+	if o.level != nil && o.debug == 0 {
+		o.level.Set(c.SlogLevel())
+	}
 }
 
 // checkSshd is -t and -T: everything a start does except listening.

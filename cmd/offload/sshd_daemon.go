@@ -236,9 +236,10 @@ func (d *daemon) reload(ctx context.Context) {
 	if !slices.Equal(old.cfg.Addrs(), g.cfg.Addrs()) {
 		d.log.Warn("Port/ListenAddress changes take effect at the next restart", "listening", old.cfg.Addrs(), "configured", g.cfg.Addrs())
 	}
-	if old.cfg.MetricsAddress != g.cfg.MetricsAddress || old.cfg.PidFile != g.cfg.PidFile || old.cfg.LogLevel != g.cfg.LogLevel {
-		d.log.Warn("MetricsAddress, PidFile and LogLevel changes take effect at the next restart")
+	if old.cfg.MetricsAddress != g.cfg.MetricsAddress || old.cfg.PidFile != g.cfg.PidFile {
+		d.log.Warn("MetricsAddress and PidFile changes take effect at the next restart")
 	}
+	d.o.setLevel(g.cfg)
 	d.log.Info("configuration reloaded", "hostkeys", configSummary(g.cfg, g.keys))
 	d.retired.Add(1)
 	go func() {
