@@ -142,6 +142,10 @@ func providerTable(b *strings.Builder, r *Report, servers []string) {
 		if c == nil {
 			continue
 		}
+		if len(c.Samples) == 0 {
+			fmt.Fprintf(b, "| %s | failed | | | | |\n", s)
+			continue
+		}
 		sec, cpu := timeAndCPU(c)
 		fmt.Fprintf(b, "| %s | %.2f | %.2f | %.0f | %s | %s |\n", s, sec, cpu, c.ServerCPUPct,
 			fmtRatio(ratio(sec, bs)), fmtRatio(ratio(cpu, bc)))
@@ -165,15 +169,22 @@ func fmtRatio(x float64) string {
 	return fmt.Sprintf("%.2fx", x)
 }
 
+// writeErrors lists the first error of every failed case (all of them
+// are in the JSON).
 func writeErrors(b *strings.Builder, r *Report) {
 	first := true
 	for _, c := range r.Cases {
-		for _, e := range c.Errors {
-			if first {
-				b.WriteString("\n### Errors\n\n")
-				first = false
-			}
-			fmt.Fprintf(b, "- %s on %s: %s\n", keyLabel(c.key()), c.Server, e)
+		if len(c.Errors) == 0 {
+			continue
 		}
+		if first {
+			b.WriteString("\n### Errors\n\n")
+			first = false
+		}
+		more := ""
+		if n := len(c.Errors); n > 1 {
+			more = fmt.Sprintf(" (and %d more)", n-1)
+		}
+		fmt.Fprintf(b, "- %s on %s: %s%s\n", keyLabel(c.key()), c.Server, c.Errors[0], more)
 	}
 }

@@ -16,6 +16,7 @@ import (
 // known_hosts, server configs and logs, the payload, upload targets and
 // the SoftHSM token.
 type workspace struct {
+	Base           string // parent of Dir, removed when empty
 	Dir            string
 	HostKey        string // ed25519, shared by every server
 	ClientKey      string
@@ -31,13 +32,35 @@ type workspace struct {
 	madePrivsepDir string // /run/sshd, when the harness had to create it
 }
 
+// workBase is the parent of the workspace. Not /tmp: sshd-style
+// ownership checks (offload has no StrictModes switch) reject an
+// authorized_keys file below a world-writable directory, sticky or not.
+func workBase() (string, error) {
+	if d := os.Getenv("OFFLOAD_BENCH_DIR"); d != "" {
+		return d, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("bench: no directory for the workspace (set OFFLOAD_BENCH_DIR): %w", err)
+	}
+	return filepath.Join(cache, "offload-bench"), nil
+}
+
 // newWorkspace makes the directory and the keys.
 func newWorkspace(ctx context.Context, t *tools) (*workspace, error) {
-	dir, err := os.MkdirTemp("", "offload-bench-")
+	base, err := workBase()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	dir, err := os.MkdirTemp(base, "run-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	w := &workspace{
+		Base:           base,
 		Dir:            dir,
 		HostKey:        filepath.Join(dir, "host_ed25519"),
 		ClientKey:      filepath.Join(dir, "client_ed25519"),
@@ -155,5 +178,6 @@ func (w *workspace) remove() error {
 		errs = append(errs, os.Remove(w.madePrivsepDir))
 	}
 	errs = append(errs, os.RemoveAll(w.Dir))
+	os.Remove(w.Base) // only when empty: another run may be using it
 	return errors.Join(errs...)
 }
