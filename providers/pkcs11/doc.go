@@ -1,0 +1,54 @@
+// Package pkcs11 is offload's PKCS #11 provider: signing keys that live in
+// tokens (HSMs, smart cards, SoftHSM, a network HSM's client module) as
+// crypto.Signer, AES-GCM on the token for bulk work, and ECDH with
+// ephemeral keys on the token, all handed out through provider.Registry.
+//
+// # Opening
+//
+// Open takes a Config naming the module (a path, or a bare name resolved as
+// RFC 7512's module-name is) and the tokens to use, as pkcs11: URIs
+// (package uri). Tokens are matched by their attributes before any login,
+// so no PIN is spent on the wrong token; each is then logged in once.
+// OpenURI opens the one token a URI names. The module is initialized once
+// per process however many providers use it, and finalized by the last
+// Close (or left alone when another library initialized it first).
+//
+// # Sessions
+//
+// Each token has a bounded session pool (Config.MaxSessions, or a URI's
+// max-sessions) with a wait timeout. A signature borrows a session for one
+// call; an AEAD holds one for its life and returns it on Close
+// (provider.Release), and AEADs are spread over the tokens that offer the
+// mechanism, least used first.
+//
+// # Keys
+//
+// Signer opens the private key a URI names by id and/or label: none, or
+// several, is an error naming what was asked. Generate, Import, List,
+// Delete and PublicKey manage key pairs (`offload keys` is built on them);
+// keys are stored sensitive and not extractable. Signers implement
+// crypto.Signer and crypto.MessageSigner for Ed25519 (CKM_EDDSA), ECDSA
+// P-256/P-384 (ASN.1 out of the token's r‖s) and RSA PKCS #1 v1.5 and PSS
+// (from *rsa.PSSOptions), which is what crypto/tls and
+// golang.org/x/crypto/ssh.NewSignerFromSigner need.
+//
+// # Faults
+//
+// Return values are classified (Class): a lost session is replaced, a lost
+// login redone, a stale object handle re-found (and the key checked to be
+// the same key by its public half), a lost token reattached by rescanning
+// the module's slots and, if need be, reinitializing the module, with
+// backoff; a health probe does the same in the background. A refused PIN is
+// never sent again. A key whose token is lost moves to the token's failover
+// token (Config.Failover or the URI's failover-token) when one holds the
+// same key, and otherwise fails closed: there is no software fallback for
+// a key that lives in a token. Bulk AES-GCM moves its key to another session
+// or token and, as a last resort, finishes the connection in Go with the
+// same key (unless Config.NoFallback); new AEADs and key agreements simply
+// fail, and the registry falls through to the CPU or software provider.
+//
+// # Builds without cgo
+//
+// The provider needs cgo. Built without it (or with the nopkcs11 tag), Open
+// returns ErrNotBuilt; package uri and the types here still work.
+package pkcs11
