@@ -15,7 +15,7 @@ import (
 // Bounds the cases assert. They bound behaviour (the server must end
 // the conversation, memory must not grow with the attack), not speed.
 const (
-	graceTime    = 3 * time.Second  // LoginGraceTime of the hostile server
+	graceTime    = 2 * time.Second  // LoginGraceTime of the hostile server
 	replyTimeout = 15 * time.Second // how long a case waits for the server's verdict
 	heapBudget   = 64 << 20         // heap growth allowed while a case runs
 	heapResidue  = 16 << 20         // heap growth allowed after it
@@ -28,7 +28,8 @@ const (
 type env struct {
 	t      *testing.T
 	srv    *harness.Server
-	stream *harness.Stream // nil when the server has no connection layer
+	stream *harness.Stream   // nil when the server has no connection layer
+	open   []*rawclient.Conn // raw clients of the running case
 }
 
 // newEnv starts the server (LoginGraceTime graceTime) and the healthy
@@ -110,6 +111,7 @@ func (e *env) run(name string, fn func(t *testing.T)) {
 		baseHeap := harness.HeapInUse()
 		sampler := harness.SampleHeap(10 * time.Millisecond)
 		fn(t)
+		e.closeClients()
 		peak := sampler.Stop()
 		if peak > baseHeap && peak-baseHeap > heapBudget {
 			t.Errorf("heap grew by %s during the case (budget %s)", harness.MiB(peak-baseHeap), harness.MiB(heapBudget))
@@ -139,8 +141,17 @@ func (e *env) dial(t *testing.T) *rawclient.Conn {
 		t.Fatal(err)
 	}
 	rc.SetDeadline(time.Now().Add(2 * replyTimeout))
-	t.Cleanup(func() { rc.Close() })
+	e.open = append(e.open, rc)
 	return rc
+}
+
+// closeClients closes the raw clients of the case that just ended, so
+// that the goroutine count after it does not include their connections.
+func (e *env) closeClients() {
+	for _, rc := range e.open {
+		rc.Close()
+	}
+	e.open = nil
 }
 
 // versioned dials and exchanges identification lines.
@@ -200,6 +211,13 @@ func expectDisconnect(t *testing.T, rc *rawclient.Conn, reason uint32, also ...u
 func expectClosed(t *testing.T, rc *rawclient.Conn, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
+	if rc.ServerVersion == "" {
+		// Before the version exchange there are no packets to parse.
+		if err := rc.WaitClosed(within); err != nil {
+			t.Errorf("server kept the connection open for %v: %v", within, err)
+		}
+		return time.Since(start)
+	}
 	d, err := rc.ReadDisconnect(within)
 	if d != nil {
 		t.Logf("server: DISCONNECT %d %q", d.Reason, d.Message)
