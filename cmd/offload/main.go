@@ -4,6 +4,7 @@
 // # Commands
 //
 //	offload sshd       run the SSH server
+//	offload keys       manage keys in PKCS #11 tokens
 //	offload speed      measure providers, shaped like `openssl speed`
 //	offload providers  list providers, capabilities and the choice per algorithm
 //	offload version    print the version and build
@@ -35,6 +36,7 @@ type command struct {
 // commands is the table of subcommands.
 var commands = map[string]command{
 	"sshd":      {cmdSshd, "run the SSH server (sshd_config keywords, host keys in files or tokens)"},
+	"keys":      {cmdKeys, "generate, list, show, import and delete keys in PKCS #11 tokens"},
 	"speed":     {cmdSpeed, "measure providers, shaped like `openssl speed`"},
 	"providers": {cmdProviders, "list providers, capabilities and the choice per algorithm"},
 	"version":   {cmdVersion, "print the version and build"},
