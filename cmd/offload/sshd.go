@@ -75,7 +75,7 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T] [-d] [-i] [-E logfile]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(sshdArgs(args)); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -95,6 +95,30 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// sshdArgs rewrites sshd's getopt spellings for the flag package:
+// "-p2222", "-oPort=22" and "-E/tmp/log" become two arguments, and
+// grouped switches such as "-ddd" or "-dD" become one argument each.
+func sshdArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case len(a) < 3 || a[0] != '-' || a[1] == '-':
+			out = append(out, a)
+		case strings.IndexByte("fopE", a[1]) >= 0 && a[2] != '=':
+			out = append(out, a[:2], a[2:])
+		case strings.Trim(a[1:], "dDeitT") == "":
+			for _, c := range a[1:] {
+				out = append(out, "-"+string(c))
+			}
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // loadConfig reads the file with the overrides; -p counts as -o Port.

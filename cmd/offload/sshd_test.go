@@ -165,3 +165,16 @@ func TestSshdServerConfig(t *testing.T) {
 		t.Errorf("missing banner: %v", err)
 	}
 }
+
+func TestSshdArgs(t *testing.T) {
+	in := []string{"-ddd", "-p2222", "-oPort=22", "-o", "Ciphers=aes128-ctr", "-E/tmp/log", "-f/etc/x", "-Dd",
+		"-shutdown-timeout", "5s", "-t", "-f=/y", "-E/a=b"}
+	want := "-d -d -d -p 2222 -o Port=22 -o Ciphers=aes128-ctr -E /tmp/log -f /etc/x -D -d -shutdown-timeout 5s -t -f=/y -E /a=b"
+	if got := strings.Join(sshdArgs(in), " "); got != want {
+		t.Errorf("sshdArgs =\n%s\nwant\n%s", got, want)
+	}
+	o, err := parseSshdFlags([]string{"-ddd", "-p2022", "-oMaxSessions=3"}, new(bytes.Buffer))
+	if err != nil || o.debug != 3 || o.ports[0] != "2022" || o.overrides[0] != "MaxSessions=3" {
+		t.Fatalf("%+v %v", o, err)
+	}
+}

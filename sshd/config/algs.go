@@ -127,9 +127,15 @@ func ParseAlgList(list AlgList, arg string) ([]string, error) {
 	return out, nil
 }
 
+// maxAlgNames bounds the names (or patterns) in one algorithm list.
+const maxAlgNames = 64
+
 // splitNames splits a comma list, checking each name against the supported
 // ones; patterns (allowed when removing) may hold wildcards instead.
 func splitNames(t *algTable, s string, patterns bool) ([]string, error) {
+	if strings.Count(s, ",") >= maxAlgNames {
+		return nil, fmt.Errorf("more than %d names in a %s list", maxAlgNames, t.keyword)
+	}
 	var out []string
 	for n := range strings.SplitSeq(s, ",") {
 		if n == "" {

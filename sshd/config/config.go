@@ -154,17 +154,24 @@ func (c *Config) Addrs() []string {
 		listen = []string{""}
 	}
 	var out []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
 	for _, la := range listen {
 		host, port, err := parseListenAddress(la)
 		if la == "" || err != nil {
 			host, port = la, ""
 		}
 		if port != "" {
-			out = appendNew(out, net.JoinHostPort(host, port))
+			add(net.JoinHostPort(host, port))
 			continue
 		}
 		for _, p := range ports {
-			out = appendNew(out, net.JoinHostPort(host, strconv.Itoa(p)))
+			add(net.JoinHostPort(host, strconv.Itoa(p)))
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -265,6 +266,8 @@ func TestLineErrors(t *testing.T) {
 		{"CalibrationCache \"\"", "CalibrationCache", "empty path", nil},
 		{`Banner "/etc/issue`, "Banner", "unterminated", ErrUnterminatedQuote},
 		{"Port 22\x00", "", "control character", ErrControlChar},
+		{"Ciphers " + strings.Repeat("aes128-ctr,", 64) + "aes128-ctr", "Ciphers", "more than 64 names", nil},
+		{"AllowUsers " + strings.Repeat("u ", 4097), "AllowUsers", "more than 4096", nil},
 	}
 	for _, tc := range cases {
 		text := "# leading comment\n\n" + tc.line + "\n"
@@ -400,5 +403,17 @@ func TestSampleConfig(t *testing.T) {
 				t.Errorf("line %d %q: %v", i+1, line, err)
 			}
 		}
+	}
+}
+
+func TestPortLimit(t *testing.T) {
+	var b strings.Builder
+	for p := 1; p <= 257; p++ {
+		fmt.Fprintf(&b, "Port %d\n", p)
+	}
+	_, err := Parse("f", strings.NewReader(b.String()), nil)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 257 || !strings.Contains(err.Error(), "more than 256 ports") {
+		t.Errorf("err = %v", err)
 	}
 }

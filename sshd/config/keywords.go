@@ -261,6 +261,23 @@ func orNone(s []string) []string {
 	return s
 }
 
+// Limits on accumulating keywords, so that no file makes the server
+// build huge tables (sshd caps ports at 256 too).
+const (
+	maxPorts       = 256
+	maxListen      = 256
+	maxHostKeys    = 64
+	maxTokens      = 64
+	maxListEntries = 4096 // AllowUsers, AcceptEnv
+)
+
+func checkCount(n, limit int, what string) error {
+	if n > limit {
+		return fmt.Errorf("more than %d %s", limit, what)
+	}
+	return nil
+}
+
 // Setters of the keywords with their own shapes.
 
 func setPort(c *Config, a []string) error {
@@ -269,7 +286,7 @@ func setPort(c *Config, a []string) error {
 		return err
 	}
 	c.Ports = appendInt(c.Ports, p)
-	return nil
+	return checkCount(len(c.Ports), maxPorts, "ports")
 }
 
 func appendInt(s []int, v int) []int {
@@ -292,7 +309,7 @@ func setListenAddress(c *Config, a []string) error {
 		return err
 	}
 	c.ListenAddresses = appendNew(c.ListenAddresses, a[0])
-	return nil
+	return checkCount(len(c.ListenAddresses), maxListen, "listen addresses")
 }
 
 // printListen prints the resolved addresses, as sshd -T does.
@@ -313,7 +330,7 @@ func setHostKey(c *Config, a []string) error {
 		}
 	}
 	c.HostKeys = appendNew(c.HostKeys, a[0])
-	return nil
+	return checkCount(len(c.HostKeys), maxHostKeys, "host keys")
 }
 
 func setAuthorizedKeysFile(c *Config, a []string) error {
@@ -353,6 +370,9 @@ func setAllowUsers(c *Config, a []string) error {
 			return fmt.Errorf("bad user pattern %q", u)
 		}
 	}
+	if err := checkCount(len(c.AllowUsers)+len(a), maxListEntries, "AllowUsers patterns"); err != nil {
+		return err
+	}
 	c.AllowUsers = appendNew(c.AllowUsers, a...)
 	return nil
 }
@@ -387,6 +407,9 @@ func setAcceptEnv(c *Config, a []string) error {
 		if v == "" || strings.ContainsAny(v, "= \t") {
 			return fmt.Errorf("bad environment variable pattern %q", v)
 		}
+	}
+	if err := checkCount(len(c.AcceptEnv)+len(a), maxListEntries, "AcceptEnv patterns"); err != nil {
+		return err
 	}
 	c.AcceptEnv = appendNew(c.AcceptEnv, a...)
 	return nil

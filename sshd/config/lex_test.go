@@ -84,3 +84,32 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParse feeds whole files and overrides: Parse must not panic, and a
+// configuration it accepts must print to text that parses to an equal
+// configuration (apart from listen addresses, which -T prints resolved).
+func FuzzParse(f *testing.F) {
+	f.Add("Port 22\nHostKey /k\nCiphers +aes128-ctr\n", "MaxSessions=3")
+	f.Add("AcceptEnv LANG LC_*\nSubsystem sftp internal-sftp\nProviderMap aes128-gcm=cpu\n", "Port 2")
+	f.Add("RekeyLimit 1G 1h\nMaxStartups 1:2:3\nLoginGraceTime 1h30m\n", "")
+	f.Add("Banner \"a b\"\nAllowUsers a b@10.0.0.0/8\nProviderDeny aes128-ctr software\n", "Ciphers=^aes256-ctr")
+	f.Fuzz(func(t *testing.T, text, override string) {
+		c, err := Parse("fuzz", strings.NewReader(text), []string{override})
+		if err != nil {
+			return
+		}
+		var out strings.Builder
+		if err := c.Print(&out); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse("printed", strings.NewReader(out.String()), nil)
+		if err != nil {
+			t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
+		}
+		var again strings.Builder
+		back.Print(&again)
+		if again.String() != out.String() {
+			t.Fatalf("print is not stable:\n%s\n---\n%s", out.String(), again.String())
+		}
+	})
+}

@@ -23,7 +23,7 @@ func setPKCS11Token(c *Config, a []string) error {
 		return err
 	}
 	c.PKCS11Tokens = appendNew(c.PKCS11Tokens, a[0])
-	return nil
+	return checkCount(len(c.PKCS11Tokens), maxTokens, "PKCS11Token lines")
 }
 
 func redactAll(refs []string) []string {
