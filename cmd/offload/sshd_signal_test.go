@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const helperEnv = "OFFLOAD_SSHD_SIGNAL_HELPER"
+
+// TestSshdSignalHelper is the child process of TestSshdSignals: it runs
+// main (dispatch and signal wiring included) with the arguments after "--".
+func TestSshdSignalHelper(t *testing.T) {
+	if os.Getenv(helperEnv) != "1" {
+		t.Skip("helper process for TestSshdSignals")
+	}
+	for i, a := range os.Args {
+		if a == "--" {
+			os.Args = append([]string{"offload"}, os.Args[i+1:]...)
+			break
+		}
+	}
+	main()
+}
+
+// TestSshdSignals runs offload sshd as a process: SIGHUP loads a new host
+// key for new connections, SIGTERM stops it with exit status 0 and removes
+// the PidFile.
+func TestSshdSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	dir := t.TempDir()
+	pid := filepath.Join(dir, "pid")
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nPidFile "+pid+"\n")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSshdSignalHelper$", "--", "sshd", "-f", cfg)
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	addr := waitLog(t, lines, regexp.MustCompile(`msg=listening addr=(\S+)`))
+	waitLog(t, lines, regexp.MustCompile(`msg="offload sshd (started)"`))
+	first := hostKeyOf(t, addr)
+
+	text, _ := os.ReadFile(cfg)
+	newKey := writeHostKey(t, t.TempDir())
+	os.WriteFile(cfg, []byte(strings.Replace(string(text), "HostKey ", "HostKey "+newKey+"\n#", 1)), 0o644)
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitLog(t, lines, regexp.MustCompile(`msg="configuration (reloaded)"`))
+	if k := hostKeyOf(t, addr); string(k.Marshal()) == string(first.Marshal()) {
+		t.Error("SIGHUP did not load the new host key")
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitLog(t, lines, regexp.MustCompile(`msg="offload sshd (stopped)"`))
+	done := make(chan error, 1)
+	go func() {
+		for range lines {
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	if _, err := os.Stat(pid); !os.IsNotExist(err) {
+		t.Errorf("PidFile left behind: %v", err)
+	}
+}
+
+// waitLog returns the first submatch of the first log line matching re.
+func waitLog(t *testing.T, lines <-chan string, re *regexp.Regexp) string {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("process ended before logging %s", re)
+			}
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m[1]
+			}
+		case <-timeout:
+			t.Fatalf("no log line matching %s", re)
+		}
+	}
+}
