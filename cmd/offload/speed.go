@@ -23,6 +23,7 @@ type speedOptions struct {
 	multi    int
 	provider string
 	json     bool
+	plot     string // -plot: SVG file of the bulk results (plot.go)
 	algs     map[string]bool
 	reg      registryFlags
 }
@@ -42,6 +43,7 @@ func parseSpeed(args []string, stderr io.Writer) (*speedOptions, error) {
 	fs.IntVar(&o.multi, "multi", 1, "run N workers in parallel and sum their results")
 	fs.StringVar(&o.provider, "provider", "", "test only this provider")
 	fs.BoolVar(&o.json, "json", false, "print results as JSON")
+	fs.StringVar(&o.plot, "plot", "", "also write the bulk results as an SVG chart to `file`")
 	o.reg.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: offload speed [flags] [algorithm ...]")
@@ -128,6 +130,11 @@ func cmdSpeed(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rep := speedReport{Build: currentBuild(f), Multi: o.multi}
 	if err := runSpeed(ctx, o, reg, &rep, stderr); err != nil {
 		return err
+	}
+	if o.plot != "" {
+		if err := writeSpeedPlot(o.plot, &rep); err != nil {
+			return err
+		}
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
