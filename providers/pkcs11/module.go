@@ -55,7 +55,7 @@ func openModule(path string) (m *module, fresh bool, err error) {
 	if ctx == nil {
 		return nil, false, fmt.Errorf("pkcs11: module %s could not be loaded (not a PKCS #11 library, or a dependency is missing)", path)
 	}
-	m = &module{path: real, ctx: ctx, refs: 1, ownsInit: true, reinitPeriod: time.Second}
+	m = &module{path: real, ctx: ctx, refs: 1, ownsInit: true}
 	if err := ctx.Initialize(); err != nil {
 		var pe pkcs11.Error
 		if errors.As(err, &pe) && pe == pkcs11.CKR_CRYPTOKI_ALREADY_INITIALIZED {
@@ -102,17 +102,16 @@ func (m *module) release() error {
 }
 
 // reinitialize finalizes and initializes the module again so that it
-// rescans its tokens, at most once per reinitPeriod. Every session of
+// rescans its tokens. Every session of
 // every token is lost; their pools see the generation change and reopen.
 // seen is the generation the caller observed: if another goroutine has
-// reinitialized since, nothing is done. force skips the rate limit.
-func (m *module) reinitialize(seen uint64, force bool) error {
+// reinitialized since, nothing is done. Callers pace it.
+func (m *module) reinitialize(seen uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.gen.Load() != seen || (!force && time.Since(m.lastReinit) < m.reinitPeriod) {
+	if m.gen.Load() != seen || !m.ownsInit {
 		return nil
 	}
-	m.lastReinit = time.Now()
 	_ = m.ctx.Finalize()
 	m.gen.Add(1)
 	if err := m.ctx.Initialize(); err != nil {

@@ -221,7 +221,7 @@ func (c *core) scan(sels []*uri.URI) ([]uri.TokenInfo, error) {
 		}
 		if n == 0 {
 			c.log.Info("token not found; reinitializing the module to rescan", "token", sel.String())
-			if err := c.mod.reinitialize(gen, true); err != nil {
+			if err := c.mod.reinitialize(gen); err != nil {
 				return nil, err
 			}
 			c.mod.mu.RLock()
@@ -317,14 +317,14 @@ func (p *Provider) Capabilities() []provider.Capability {
 	return append([]provider.Capability(nil), p.caps...)
 }
 
-// Identity keys calibration results: module, and each token's model,
-// serial and firmware.
+// Identity keys calibration results: module, and each token's label,
+// model, serial and firmware version.
 func (p *Provider) Identity() string {
 	var b strings.Builder
 	b.WriteString(p.name + "@" + p.c.mod.path)
 	for _, t := range p.tokens {
 		_, _, d := t.state()
-		fmt.Fprintf(&b, ";%s/%s/%s", d.Label, d.Model, d.Serial)
+		fmt.Fprintf(&b, ";%s/%s/%s/fw%s", d.Label, d.Model, d.Serial, d.Firmware)
 	}
 	return b.String()
 }

@@ -44,7 +44,10 @@ type token struct {
 	caps  []capEntry
 
 	failover     *token
+	firmware     string
 	recoverMu    sync.Mutex
+	reinitAfter  time.Time     // guarded by recoverMu: no module reinitialization before
+	reinitWait   time.Duration // guarded by recoverMu: grows while the token stays away
 	recoveries   atomic.Uint64
 	lastProbeErr atomic.Pointer[error]
 }
@@ -213,6 +216,9 @@ func (t *token) do(ctx context.Context, op, what string, f func(h pkcs11.Session
 		}
 		s, err := t.get(ctx, true)
 		if err != nil {
+			if errors.Is(err, ErrPoolExhausted) || ctx.Err() != nil {
+				return err // the wait already happened
+			}
 			last = err
 		} else {
 			m := t.p.mod
@@ -291,13 +297,19 @@ func (t *token) recover(seenGen uint64, cause error) error {
 		return nil
 	}
 	if err := t.rescan(); err == nil {
+		t.reinitWait = 0
 		return nil
 	}
-	if t.p.mod.ownsInit {
-		if err := t.p.mod.reinitialize(seenGen, false); err != nil {
+	// Reinitializing disturbs every token of the module: do it at growing
+	// intervals (1 s doubling to 30 s) while this token stays away.
+	if t.p.mod.ownsInit && !time.Now().Before(t.reinitAfter) {
+		t.reinitWait = min(max(2*t.reinitWait, time.Second), 30*time.Second)
+		t.reinitAfter = time.Now().Add(t.reinitWait)
+		if err := t.p.mod.reinitialize(seenGen); err != nil {
 			t.p.log.Warn("module reinitialization failed", "module", t.p.mod.path, "err", err)
 		}
 		if err := t.rescan(); err == nil {
+			t.reinitWait, t.reinitAfter = 0, time.Time{}
 			return nil
 		}
 	}
@@ -422,6 +434,7 @@ func listTokens(a api, lib uri.TokenInfo) ([]uri.TokenInfo, error) {
 			d.SlotDescription, d.SlotManufacturer = si.SlotDescription, si.ManufacturerID
 		}
 		d.Label, d.Manufacturer, d.Model, d.Serial = ti.Label, ti.ManufacturerID, ti.Model, ti.SerialNumber
+		d.Firmware = fmt.Sprintf("%d.%d", ti.FirmwareVersion.Major, ti.FirmwareVersion.Minor)
 		out = append(out, d)
 	}
 	return out, nil

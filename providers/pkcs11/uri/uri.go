@@ -451,6 +451,7 @@ type TokenInfo struct {
 	Manufacturer        string
 	Model               string
 	Serial              string
+	Firmware            string // "major.minor"; reported, not matched
 }
 
 // MatchesToken reports whether the library, slot and token attributes of
