@@ -160,3 +160,26 @@ func hasMACError(errs []error) bool {
 	}
 	return false
 }
+
+// BenchmarkTransportUpload pushes 32 MiB from an x/crypto/ssh client
+// through the transport only (global requests, no channels).
+func BenchmarkTransportUpload(b *testing.B) {
+	for _, c := range []string{"aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com"} {
+		b.Run(c, func(b *testing.B) {
+			ts := newTestServer(b, &Config{})
+			cl, _ := ts.dial(b, clientConfig("curve25519-sha256", c, "", "ssh-ed25519"))
+			buf := make([]byte, 32<<10)
+			b.SetBytes(32 << 20)
+			for b.Loop() {
+				for n := 0; n < 32<<20; n += len(buf) {
+					if _, _, err := cl.SendRequest("data", false, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if ok, _, err := cl.SendRequest("sum", true, nil); !ok || err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -26,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
@@ -267,4 +269,30 @@ func (f *fixture) checkSFTP(t *testing.T, opts []string) {
 	if out := f.sftp(t, opts, "cd "+wd+"\npwd\n"); !strings.Contains(out, "Remote working directory: "+wd) {
 		t.Fatalf("sftp output %q", out)
 	}
+}
+
+var (
+	clientOnce sync.Once
+	clientSig  ssh.Signer
+)
+
+// clientKey is an in-process client key and its authorized_keys line.
+func clientKey(tb testing.TB) (ssh.Signer, []byte) {
+	clientOnce.Do(func() {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		clientSig, _ = ssh.NewSignerFromSigner(k)
+	})
+	return clientSig, ssh.MarshalAuthorizedKey(clientSig.PublicKey())
+}
+
+func authFor(authorizedKeys string) *auth.Config {
+	return &auth.Config{AuthorizedKeysFiles: []string{authorizedKeys}, IgnoreFileModes: true}
+}
+
+func currentUser(tb testing.TB) string {
+	u, err := user.Current()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u.Username
 }

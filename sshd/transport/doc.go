@@ -1,0 +1,54 @@
+// Package transport is the server side of the SSH transport layer (RFC
+// 4253) for offload: version exchange, binary packets, ciphers, key
+// exchange and re-exchange. Every primitive comes from a
+// provider.Registry, so a PKCS #11 token can carry bulk encryption, key
+// agreement or the host-key signature.
+//
+// # Layers
+//
+// version.go reads the client's identification line (bounded, no
+// pre-banner lines from a client). packet.go frames packets with
+// hand-written codecs that do not allocate in steady state; packets up to
+// MaxPacket are accepted. cipher_*.go assemble the packet protections
+// from registry primitives: aes128/256-gcm@openssh.com from an AEAD,
+// chacha20-poly1305@openssh.com from the "chacha20" keystream and
+// "poly1305", aes128/256-ctr with hmac-sha2-256/512-etm@openssh.com from a
+// stream and a MAC. MACs are checked in constant time before anything is
+// decrypted; a bad MAC ends the connection with SSH_DISCONNECT_MAC_ERROR.
+//
+// # Key exchange
+//
+// kexinit.go negotiates per RFC 4253 §7.1 (a wrong first_kex_packet_follows
+// guess is skipped). kex.go runs mlkem768x25519-sha256,
+// curve25519-sha256 (and the @libssh.org alias) and, when configured,
+// ecdh-sha2-nistp256/384. Strict key exchange (kex-strict-s-v00@openssh.com)
+// is offered in the first KEXINIT: when the client asks for it, sequence
+// numbers restart at every NEWKEYS and any other message during the first
+// exchange ends the connection. A client that sends ext-info-c gets
+// SSH_MSG_EXT_INFO with server-sig-algs right after the first NEWKEYS.
+//
+// # Re-exchange
+//
+// Either side may start a new exchange: the server does after the
+// cipher's RFC 4344 byte limit (or Config.RekeyBytes), 2^31 packets or
+// Config.RekeyInterval. While one runs, WritePacket queues copies of
+// outgoing packets in a bounded queue and blocks when it is full; small
+// packets always fit, so a reader that answers (window adjustments) cannot
+// deadlock. The primitives of every retired key set are released
+// (provider.Release): a token AEAD gives back its session.
+//
+// # Algorithm tables
+//
+// The algorithms are one table per kind, as data (algorithms.go), with the
+// defaults marked in the table. The default cipher order follows the
+// registry: AES-GCM first only when the AES-GCM that would serve measures
+// at least as fast as ChaCha20-Poly1305 (or, unmeasured, runs on CPU
+// instructions).
+//
+// # Use
+//
+// NewServer checks a Config once; Server.Handshake runs the version
+// exchange and the first key exchange on a net.Conn and returns a *Conn,
+// which implements wire.PacketConn for user authentication and the
+// connection protocol.
+package transport
