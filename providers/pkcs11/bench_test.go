@@ -9,6 +9,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -105,25 +106,34 @@ func BenchmarkSign(b *testing.B) {
 }
 
 // BenchmarkSignParallel signs P-256 from GOMAXPROCS goroutines with a pool
-// of one and of two sessions.
+// of one and of two sessions, with a key stored on the token and with a
+// session key (which SoftHSM keeps in memory only).
 func BenchmarkSignParallel(b *testing.B) {
-	for _, n := range []int{1, 2} {
-		b.Run(map[int]string{1: "sessions=1", 2: "sessions=2"}[n], func(b *testing.B) {
-			p, tok := benchProvider(b, "bench-par", n)
-			s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
-			if err != nil {
-				b.Fatal(err)
-			}
-			d := sha256.Sum256([]byte("benchmark"))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); err != nil {
-						b.Error(err)
-						return
-					}
+	for _, kind := range []string{"token-key", "session-key"} {
+		for _, n := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/sessions=%d", kind, n), func(b *testing.B) {
+				p, tok := benchProvider(b, "bench-par", n)
+				var s crypto.Signer
+				var err error
+				if kind == "token-key" {
+					s, err = p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+				} else {
+					s, err = p.GenerateSigner(context.Background(), provider.MustLookup("ecdsa-p256-sha256"), "")
 				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := sha256.Sum256([]byte("benchmark"))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
