@@ -25,8 +25,6 @@ func BenchmarkPipeUpload(b *testing.B) {
 }
 
 func benchPipe(b *testing.B, cipher, command string) {
-	t := &testing.T{}
-	_ = t
 	f := newBenchFixture(b)
 	cl := f.xclient(b, cipher)
 	defer cl.Close()

@@ -21,6 +21,10 @@ import (
 // tokenHostKeys makes an Ed25519 and an ECDSA P-256 host key in a
 // throwaway SoftHSM token and opens them through a registry.
 func tokenHostKeys(t *testing.T) (*provider.Registry, map[string]crypto.Signer) {
+	return tokenHostKeysB(t)
+}
+
+func tokenHostKeysB(t testing.TB) (*provider.Registry, map[string]crypto.Signer) {
 	t.Helper()
 	if !pkcs11.Available {
 		testenv.Missing(t, "PKCS #11 support (built without cgo)", "build with CGO_ENABLED=1")
