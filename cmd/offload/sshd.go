@@ -196,7 +196,7 @@ func checkSshd(ctx context.Context, o *sshdOptions, stdout io.Writer, log *slog.
 	}
 	defer g.retire()
 	if o.print {
-		return printEffective(stdout, g.cfg, g.reg, g.keys)
+		return printEffective(stdout, g.cfg, g.reg, g.keys, g.srv.Transport())
 	}
 	return nil
 }

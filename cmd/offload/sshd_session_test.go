@@ -104,7 +104,7 @@ func TestSshdInetd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("serveInetd: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("inetd mode did not end with its connection")
 	}
 }

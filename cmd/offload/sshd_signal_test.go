@@ -2,14 +2,23 @@ package main
 
 import (
 	"bufio"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 const helperEnv = "OFFLOAD_SSHD_SIGNAL_HELPER"
@@ -108,4 +117,53 @@ func waitLog(t *testing.T, lines <-chan string, re *regexp.Regexp) string {
 			t.Fatalf("no log line matching %s", re)
 		}
 	}
+}
+
+// TestSshdInetdOpenSSH drives inetd mode with the OpenSSH client through
+// ProxyCommand, the way OpenSSH's own regress harness runs sshd -i.
+func TestSshdInetdOpenSSH(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	sshPath := testenv.LookPath(t, "ssh", "apt-get install openssh-client")
+	dir := t.TempDir()
+	_, ak := clientFor(t, dir)
+	key := writeClientKey(t, dir, ak)
+	cfg := writeConfig(t, "StrictModes no\nAuthorizedKeysFile "+ak+"\n")
+	proxy := fmt.Sprintf("env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
+	u, err := user.Current()
+	if err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(sshPath, "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ProxyCommand="+proxy,
+		u.Username+"@offload-inetd", "echo", "inetd-ok")
+	cmd.Env = append(os.Environ(), "SHLVL=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "inetd-ok") {
+		t.Fatalf("ssh via sshd -i: %v\n%s", err, out)
+	}
+}
+
+// writeClientKey writes an OpenSSH private key file whose public half is
+// the only line of authorized_keys file ak, and returns its path.
+func writeClientKey(t *testing.T, dir, ak string) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := ssh.NewSignerFromKey(priv)
+	if err := os.WriteFile(ak, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

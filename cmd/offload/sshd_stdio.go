@@ -4,18 +4,29 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
 // stdioConn returns the connection inetd mode (-i) serves: stdin itself
 // when it is a socket (inetd, systemd Accept=yes), otherwise stdin and
-// stdout joined (a pipe, as OpenSSH's regress harness and ProxyCommand
-// use).
+// stdout joined (pipes, as OpenSSH's ProxyCommand and regress harness
+// give).
 func stdioConn() net.Conn {
-	if c, err := net.FileConn(os.Stdin); err == nil {
-		return c
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if c, err := net.FileConn(os.Stdin); err == nil {
+			return c
+		}
 	}
-	return &pipeConn{r: os.Stdin, w: os.Stdout}
+	return &pipeConn{r: pollable(0, "stdin"), w: pollable(1, "stdout")}
+}
+
+// pollable returns a File for fd in non-blocking mode, so that the
+// runtime poller serves it and deadlines (LoginGraceTime) work. A file
+// that cannot be polled (a regular file) still works, without deadlines.
+func pollable(fd int, name string) *os.File {
+	syscall.SetNonblock(fd, true)
+	return os.NewFile(uintptr(fd), name)
 }
 
 // pipeConn is a net.Conn over two files. Deadlines apply where the files

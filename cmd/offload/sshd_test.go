@@ -101,7 +101,7 @@ func TestSshdPrint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"port 2022\n", "listenaddress 127.0.0.1:2022\n", "maxsessions 3\n", "providermap aes128-gcm=software\n",
+		"port 2022\n", "listenaddress 127.0.0.1:2022\n", "hostkeyalgorithms ssh-ed25519\n", "maxsessions 3\n", "providermap aes128-gcm=software\n",
 		"# cipher aes128-gcm@openssh.com: aes128-gcm by software (pinned to \"software\")\n",
 		"# kex mlkem768x25519-sha256: ml-kem-768 by software",
 		"# hostkey ", "ssh-ed25519 SHA256:", "held by software\n",
