@@ -13,6 +13,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,7 +281,9 @@ func TestWrongPIN(t *testing.T) {
 	}
 	ref := strings.Replace(tok.TokenURI(), "pin-source="+escapeForTest(tok.PINFile), "pin-source="+escapeForTest(bad), 1)
 	f := &faults{}
-	_, err := OpenURI(ref, Config{HealthInterval: -1, testHooks: f.hooks()})
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, err := OpenURI(ref, Config{HealthInterval: -1, testHooks: f.hooks(), Logger: logger})
 	if !errors.Is(err, ErrPINRejected) {
 		t.Fatalf("err = %v, want ErrPINRejected", err)
 	}
@@ -290,6 +293,14 @@ func TestWrongPIN(t *testing.T) {
 	}
 	if n := f.count("Login"); n != 1 {
 		t.Errorf("Login called %d times, want exactly 1", n)
+	}
+	if strings.Contains(logs.String(), wrong) || !strings.Contains(logs.String(), "refused the PIN") {
+		t.Errorf("logs must report the refusal without the PIN:\n%s", logs.String())
+	}
+	// The same with the PIN given as pin-value: not in the error either.
+	withValue := strings.Replace(ref, "pin-source="+escapeForTest(bad), "pin-value="+wrong, 1)
+	if _, err := OpenURI(withValue, Config{HealthInterval: -1}); err == nil || strings.Contains(err.Error(), wrong) {
+		t.Errorf("pin-value: err = %v", err)
 	}
 }
 

@@ -323,3 +323,23 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("after the run: %+v, want only the AEAD's session in use and at most 2 idle", h)
 	}
 }
+
+// FuzzTokenBytes feeds the parsers of what a token returns (EC points,
+// r‖s signatures) arbitrary bytes: errors, never panics.
+func FuzzTokenBytes(f *testing.F) {
+	f.Add([]byte{0x04, 0x20, 1, 2, 3})
+	f.Add(append([]byte{0x04, 0x41, 0x04}, make([]byte, 64)...))
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, size := range []int{32, 65, 97} {
+			if raw, err := unwrapPoint(b, size); err == nil && len(raw) != size {
+				t.Fatalf("unwrapPoint returned %d bytes, want %d", len(raw), size)
+			}
+		}
+		parseECPoint(elliptic.P256(), b, 65)
+		parseECPoint(elliptic.P384(), b, 97)
+		if der, err := ecdsaASN1(b); err == nil && len(der) < 8 {
+			t.Fatalf("ecdsaASN1 produced %d bytes", len(der))
+		}
+	})
+}
