@@ -57,6 +57,9 @@ type Conn struct {
 	wLimit     uint64
 
 	rekeyDue  atomic.Bool
+	kexTimer  *time.Timer
+	kexGen    uint64                // counts our KEXINITs, to spot a stale timer
+	abortErr  atomic.Pointer[error] // why the connection was cut from outside the reader
 	timer     *time.Timer
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -110,6 +113,9 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	}
 	p, err := c.readPacket()
 	if err != nil {
+		if ae := c.abortErr.Load(); ae != nil {
+			err = *ae
+		}
 		c.rerr = c.fail(err)
 		return nil, c.rerr
 	}
@@ -273,6 +279,9 @@ func (c *Conn) Close() error {
 		if c.timer != nil {
 			c.timer.Stop()
 		}
+		if c.kexTimer != nil {
+			c.kexTimer.Stop()
+		}
 		c.wr.c.Close()
 		c.wr.c = noneCipher{}
 		c.queue = nil
@@ -292,4 +301,27 @@ func (c *Conn) releaseReader() {
 	}
 	c.rd.c.Close()
 	c.rd.c = noneCipher{}
+}
+
+// armKexTimerLocked bounds the exchange our KEXINIT just started.
+func (c *Conn) armKexTimerLocked() {
+	c.kexGen++
+	gen := c.kexGen
+	if c.kexTimer != nil {
+		c.kexTimer.Stop()
+	}
+	c.kexTimer = time.AfterFunc(c.srv.kexT, func() { c.kexTimedOut(gen) })
+}
+
+// kexTimedOut disconnects a peer that left our exchange gen unfinished.
+func (c *Conn) kexTimedOut(gen uint64) {
+	c.wmu.Lock()
+	stale := !c.kexPending || gen != c.kexGen
+	c.wmu.Unlock()
+	if stale {
+		return
+	}
+	var err error = kexError(nil, "key exchange not finished within %v", c.srv.kexT)
+	c.abortErr.Store(&err)
+	c.fail(err)
 }

@@ -88,6 +88,7 @@ func (c *Conn) sendKexInitLocked() error {
 	}
 	c.ourInit = p
 	c.kexPending = true
+	c.armKexTimerLocked()
 	return nil
 }
 
@@ -265,6 +266,9 @@ func (c *Conn) finishKex() {
 	defer c.wmu.Unlock()
 	c.kexDone = c.kexCount
 	c.kexPending = false
+	if c.kexTimer != nil {
+		c.kexTimer.Stop()
+	}
 	c.ourInit = nil
 	q := c.queue
 	c.queue, c.queueBytes = nil, 0

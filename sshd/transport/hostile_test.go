@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,5 +239,73 @@ func TestPeerDisconnectIsReported(t *testing.T) {
 	})
 	if !ok {
 		t.Fatalf("errors %v", ts.connErrors())
+	}
+}
+
+// freezeConn stops delivering what the server sends once frozen.
+type freezeConn struct {
+	net.Conn
+	frozen atomic.Bool
+}
+
+func (f *freezeConn) Read(p []byte) (int, error) {
+	for f.frozen.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return f.Conn.Read(p)
+}
+
+// TestRekeyTimeout: a client that never answers our KEXINIT is
+// disconnected after KexTimeout, and writers blocked on the full queue
+// are released with an error.
+func TestRekeyTimeout(t *testing.T) {
+	ts := newTestServer(t, &Config{KexTimeout: 300 * time.Millisecond})
+	fc := &freezeConn{}
+	ts.wrapNC = func(nc net.Conn) net.Conn { fc.Conn = nc; return fc }
+	cl, _ := ts.dial(t, clientConfig("", "", "", ""))
+	if ok, _, err := cl.SendRequest("echo", true, nil); !ok || err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ts.lastConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.frozen.Store(true)
+	defer fc.frozen.Store(false)
+	conn.wmu.Lock()
+	err = conn.sendKexInitLocked()
+	conn.wmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		big := append([]byte{wire.MsgIgnore}, make([]byte, 100<<10)...)
+		for {
+			if err := conn.WritePacket(big); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("writer still blocked after the kex timeout")
+	}
+	ok := waitFor(func() bool {
+		for _, err := range ts.connErrors() {
+			var de *DisconnectError
+			if errors.As(err, &de) && de.Reason == wire.DisconnectKeyExchangeFailed && strings.Contains(de.Message, "not finished") {
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("connection errors %v", ts.connErrors())
 	}
 }

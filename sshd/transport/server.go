@@ -37,11 +37,18 @@ type Config struct {
 	// RekeyInterval is the time between key exchanges; 0 means one hour,
 	// negative means never.
 	RekeyInterval time.Duration
+	// KexTimeout bounds a key re-exchange: a peer that has not finished
+	// one that long after our KEXINIT is disconnected (0: DefaultKexTimeout).
+	// The first exchange is bounded by the caller's deadline.
+	KexTimeout time.Duration
 
 	// Rand is the randomness for signatures and padding; default crypto/rand.
 	Rand   io.Reader
 	Logger *slog.Logger
 }
+
+// DefaultKexTimeout is the default Config.KexTimeout.
+const DefaultKexTimeout = 5 * time.Minute
 
 // Server holds the checked configuration shared by connections.
 type Server struct {
@@ -52,6 +59,7 @@ type Server struct {
 	version  []byte
 	rekeyB   uint64
 	rekeyT   time.Duration
+	kexT     time.Duration
 	rand     io.Reader
 	log      *slog.Logger
 }
@@ -89,6 +97,10 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	s.sigAlgs = orList(cfg.ServerSigAlgs, DefaultServerSigAlgs)
 	s.rekeyT = cfg.RekeyInterval
+	s.kexT = cfg.KexTimeout
+	if s.kexT <= 0 {
+		s.kexT = DefaultKexTimeout
+	}
 	if s.rekeyT == 0 {
 		s.rekeyT = time.Hour
 	}
