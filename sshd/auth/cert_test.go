@@ -152,6 +152,10 @@ func TestCertUntrustedOrTampered(t *testing.T) {
 		t.Fatal("tampered certificate accepted")
 	}
 	// The CA key as a plain authorized key is not a cert-authority line.
+	signer, _ = makeCert(t, ca, key, nil)
+	if certLogin(t, w, signer) == nil {
+		t.Fatal("fresh certificate refused")
+	}
 	w.cfg.TrustedUserCAKeys = ""
 	w.authorize(authLine("", ca.PublicKey()))
 	if certLogin(t, w, signer) != nil {
@@ -220,11 +224,11 @@ func TestAuthorizedPrincipalsFile(t *testing.T) {
 	ca := newEd25519(t)
 	w.trustCA(ca)
 	w.cfg.AuthorizedPrincipalsFile = "%h/.ssh/principals_%u"
-	w.writeFile(".ssh/principals_alice", "# who\nops\n"+`from="10.0.0.0/8",command="x y" admins`+"\n", 0o600)
+	w.writeFile(".ssh/principals_alice", "# who\nops\n"+`from="10.0.0.0/8",command="x y" admins`+"\ndev\n", 0o600)
 	for _, tc := range []struct {
 		principals []string
 		ok         bool
-	}{{[]string{"ops"}, true}, {[]string{"admins"}, false}, {[]string{"alice"}, false}} {
+	}{{[]string{"ops"}, true}, {[]string{"admins"}, false}, {[]string{"alice"}, false}, {[]string{"dev"}, true}} {
 		signer, _ := makeCert(t, ca, newEd25519(t), func(c *ssh.Certificate) { c.ValidPrincipals = tc.principals })
 		if p := certLogin(t, w, signer); (p != nil) != tc.ok {
 			t.Errorf("principals %v: login %v, want %v\n%s", tc.principals, p != nil, tc.ok, w.logs)

@@ -73,7 +73,7 @@ func userPath(pattern string, u *user.User) (string, error) {
 // and every directory from it up to the home directory (or /) must be
 // owned by the user or root and not writable by group or others.
 func readUserFile(path string, u *user.User, strict bool) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNoBlock(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -120,9 +120,6 @@ func readBounded(path string, r io.Reader) ([]byte, error) {
 func checkFile(fi fs.FileInfo, u *user.User, strict bool) error {
 	if !fi.Mode().IsRegular() {
 		return errNotRegular
-	}
-	if fi.Size() > MaxFileSize {
-		return errTooLarge
 	}
 	if strict {
 		return checkOwner(fi, u)

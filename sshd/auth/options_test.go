@@ -74,7 +74,7 @@ func TestExpiryTime(t *testing.T) {
 	if err != nil || !local.Equal(time.Date(2025, 1, 2, 3, 4, 0, 0, time.Local)) {
 		t.Fatalf("local expiry %v %v", local, err)
 	}
-	o, _ := parseOptions([]string{`expiry-time="20300101Z"`, `expiry-time="20250101Z"`})
+	o, _ := parseOptions([]string{`expiry-time="20250101Z"`, `expiry-time="20300101Z"`})
 	addr := netip.MustParseAddr("192.0.2.1")
 	if err := o.allows(addr, time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatalf("before expiry: %v", err)

@@ -28,13 +28,11 @@ func (s *session) resolve(name string) *account {
 	return a
 }
 
-// userAllowed applies OnlyUser, PermitRootLogin=no and AllowUsers.
+// userAllowed applies OnlyUser and AllowUsers. PermitRootLogin is applied
+// per method by rootAllows.
 func (c *settings) userAllowed(a *account, name string, addr netip.Addr) error {
 	if c.OnlyUser != "" && name != c.OnlyUser {
 		return reject("not the user the server runs as")
-	}
-	if a.root && c.root == RootNo {
-		return reject("root login refused by PermitRootLogin")
 	}
 	if len(c.AllowUsers) > 0 && !matchAllowUsers(c.AllowUsers, name, addr) {
 		return reject("not listed in AllowUsers")

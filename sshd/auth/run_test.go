@@ -154,6 +154,35 @@ func TestSmallRSAKeyRefused(t *testing.T) {
 	}
 }
 
+func TestValidUserName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"alice": true, "Ålice.b-c_d": true, "a@b": true, "": false, "-oProxyCommand=x": false,
+		".": false, "..": false, "a/b": false, "a:b": false, "a\x00": false, "a\nb": false,
+		"\xff": false, strings.Repeat("a", maxUserLen): true, strings.Repeat("a", maxUserLen+1): false,
+	} {
+		if got := validUserName(name); got != want {
+			t.Errorf("validUserName(%q) = %v", name, got)
+		}
+	}
+}
+
+func TestPasswordForRefusedUsers(t *testing.T) {
+	for _, name := range []string{"mallory", "bob"} {
+		w := newWorld(t)
+		w.cfg.OnlyUser = "alice"
+		w.cfg.PasswordAuthentication = true
+		called := false
+		w.cfg.PasswordCallback = func(string, string) (bool, error) { called = true; return true, nil }
+		c, _ := startRun(t, w.cfg)
+		c.user = name
+		c.startService()
+		wantFailure(t, c.password("any"), "publickey,password")
+		if called {
+			t.Fatalf("%s: password callback asked for a refused user", name)
+		}
+	}
+}
+
 func TestUnknownUser(t *testing.T) {
 	w := newWorld(t)
 	key := newEd25519(t)
@@ -213,7 +242,8 @@ func TestMaxAuthTries(t *testing.T) {
 		c, ch := startRun(t, w.cfg)
 		c.startService()
 		wantFailure(t, c.none(), "publickey") // the first none is free
-		for i := 1; i < want; i++ {
+		wantFailure(t, c.none(), "publickey") // the second counts
+		for i := 2; i < want; i++ {
 			wantFailure(t, c.query("ssh-ed25519", key.PublicKey()), "publickey")
 		}
 		wantDisconnect(t, c.query("ssh-ed25519", key.PublicKey()), wire.DisconnectNoMoreAuthMethodsAvailable)
@@ -369,7 +399,10 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%+v: Validate %v", cfg, err)
 		}
 		server, _ := memPipe(nil)
-		if _, err := Run(context.Background(), server, cfg, nil); !errors.As(err, &ce) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := Run(ctx, server, cfg, nil)
+		cancel()
+		if !errors.As(err, &ce) {
 			t.Errorf("%+v: Run %v", cfg, err)
 		}
 	}
@@ -487,5 +520,29 @@ func TestPeerGoneIsNotADisconnect(t *testing.T) {
 	var de *DisconnectError
 	if r.err == nil || errors.As(r.err, &de) {
 		t.Fatalf("Run error %v", r.err)
+	}
+}
+
+func TestVerifyRequiredNeedsUserVerification(t *testing.T) {
+	// An Ed25519 signature carries no FIDO flags, so verify-required
+	// can never be met by it; the query still gets PK_OK, as in OpenSSH.
+	w := newWorld(t)
+	key := newEd25519(t)
+	w.authorize(authLine("verify-required", key.PublicKey()))
+	c, _ := startRun(t, w.cfg)
+	c.startService()
+	wantPKOK(t, c.query("ssh-ed25519", key.PublicKey()), "ssh-ed25519", key.PublicKey())
+	wantFailure(t, c.signed("ssh-ed25519", key), "publickey")
+	if !userVerified(&signature{Rest: []byte{flagUserVerified | 1, 0, 0, 0, 9}}) || userVerified(&signature{Rest: []byte{1, 0, 0, 0, 9}}) {
+		t.Fatal("userVerified misreads the flags")
+	}
+}
+
+func TestReadBounded(t *testing.T) {
+	if _, err := readBounded("big", strings.NewReader(strings.Repeat("x", MaxFileSize+1))); !errors.Is(err, errTooLarge) {
+		t.Fatalf("readBounded: %v", err)
+	}
+	if b, err := readBounded("ok", strings.NewReader(strings.Repeat("x", MaxFileSize))); err != nil || len(b) != MaxFileSize {
+		t.Fatalf("readBounded at the limit: %d %v", len(b), err)
 	}
 }
