@@ -4,7 +4,9 @@ package pkcs11
 
 import (
 	"fmt"
+	"io"
 	"sort"
+	"text/tabwriter"
 
 	"github.com/miekg/pkcs11"
 	"github.com/offload/offload/provider"
@@ -192,4 +194,33 @@ func mechName(m uint) string {
 		return n
 	}
 	return fmt.Sprintf("0x%08X", m)
+}
+
+// Describe prints, for `offload providers -v`, each token with its state
+// and session pool, then the catalog algorithms it offers and the
+// mechanisms behind them.
+func (p *Provider) Describe(w io.Writer) error {
+	health := p.Health()
+	mechs := p.Mechanisms()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, h := range health {
+		d := h.Token
+		state := "up"
+		if !h.Up {
+			state = "DOWN: " + h.Error
+		}
+		fmt.Fprintf(tw, "token %q\tserial %s, %s, firmware %s, slot %d\t%s; sessions %d in use, %d idle, max %d; %d recoveries\n",
+			d.Label, d.Serial, d.Model, d.Firmware, d.SlotID, state, h.InUse, h.Idle, h.Max, h.Recoveries)
+		for _, m := range mechs {
+			if m.Token != d.Label {
+				continue
+			}
+			hw := "no CKF_HW"
+			if m.Hardware {
+				hw = "CKF_HW"
+			}
+			fmt.Fprintf(tw, "  %s\t%s (key size %d..%d, %s)\t%s\n", m.Algorithm, m.Mechanism, m.MinKeySize, m.MaxKeySize, hw, m.Ops)
+		}
+	}
+	return tw.Flush()
 }

@@ -83,6 +83,16 @@ func TestOpenCapabilities(t *testing.T) {
 	if len(h) != 1 || !h[0].Up || h[0].Max != DefaultMaxSessions {
 		t.Errorf("Health() = %+v", h)
 	}
+	var desc bytes.Buffer
+	if err := p.Describe(&desc); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`token "caps"`, "up; sessions", "aes128-gcm", "CKM_AES_GCM", "ed25519", "CKM_EDDSA", "sign,generate"} {
+		if !strings.Contains(desc.String(), want) {
+			t.Errorf("Describe lacks %q:\n%s", want, desc.String())
+		}
+	}
+	t.Logf("Describe:\n%s", desc.String())
 }
 
 // TestConformance runs the project's conformance suite: every AEAD, every

@@ -5,6 +5,7 @@ package pkcs11
 import (
 	"context"
 	"crypto"
+	"io"
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -26,6 +27,7 @@ func (*Provider) Name() string                                          { return
 func (*Provider) Kind() provider.Kind                                   { return provider.KindHardware }
 func (*Provider) Capabilities() []provider.Capability                   { return nil }
 func (*Provider) Close() error                                          { return nil }
+func (*Provider) Describe(io.Writer) error                              { return ErrNotBuilt }
 func (*Provider) Tokens() []uri.TokenInfo                               { return nil }
 func (*Provider) Health() []TokenHealth                                 { return nil }
 func (*Provider) Mechanisms() []MechanismCapability                     { return nil }
