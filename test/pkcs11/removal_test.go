@@ -15,6 +15,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +98,13 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	aesKey := bytes.Repeat([]byte{3}, 16)
+	if ka, err := reg.KeyAgreement("ecdh-p256"); err != nil {
+		t.Fatal(err)
+	} else if !strings.HasPrefix(fmt.Sprintf("%T", ka), "*pkcs11.") {
+		t.Fatalf("prefer-hardware should put ECDH on the token, got %T", ka)
+	} else {
+		provider.Release(ka)
+	}
 	inUse, err := reg.AEAD("aes128-gcm", aesKey)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +133,13 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 		t.Errorf("new AEAD went to the missing token")
 	}
 	provider.Release(fresh)
+	ka, err := reg.KeyAgreement("ecdh-p256")
+	if err != nil {
+		t.Fatalf("key agreement with the token gone: %v, want software to serve", err)
+	}
+	if strings.HasPrefix(fmt.Sprintf("%T", ka), "*pkcs11.") {
+		t.Errorf("key agreement went to the missing token")
+	}
 
 	tok.Recreate(t)
 	importWithUtil(t, tok, key, "host")
