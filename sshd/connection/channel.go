@@ -215,18 +215,36 @@ func (w *dataWriter) init() int {
 }
 
 func (w *dataWriter) Write(p []byte) (int, error) {
+	return w.writeBuffers(p, nil)
+}
+
+// writeBuffers sends a then b as one stream, packing both into the same
+// packets (an SFTP header and its payload travel together).
+func (w *dataWriter) writeBuffers(a, b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	hdr := w.init()
-	done := 0
-	for done < len(p) {
-		k := copy(w.buf[hdr:], p[done:])
-		if err := w.send(hdr, k); err != nil {
+	done, fill := 0, 0
+	for _, p := range [2][]byte{a, b} {
+		for len(p) > 0 {
+			k := copy(w.buf[hdr+fill:], p)
+			fill += k
+			p = p[k:]
+			if fill == len(w.buf)-hdr {
+				if err := w.send(hdr, fill); err != nil {
+					return done, err
+				}
+				done += fill
+				fill = 0
+			}
+		}
+	}
+	if fill > 0 {
+		if err := w.send(hdr, fill); err != nil {
 			return done, err
 		}
-		done += k
 	}
-	return done, nil
+	return len(a) + len(b), nil
 }
 
 // ReadFrom reads from r straight into the packet buffer.
@@ -254,14 +272,17 @@ func (w *dataWriter) ReadFrom(r io.Reader) (int64, error) {
 
 // send transmits buf[off:off+n] in packets the window and the peer's
 // maximum allow, writing each header in place before its payload.
-func (w *dataWriter) send(off, n int) error {
+func (w *dataWriter) send(off, n int) error { return w.sendIn(w.buf, off, n) }
+
+// sendIn is send for a caller's buffer, which has header room before off.
+func (w *dataWriter) sendIn(buf []byte, off, n int) error {
 	for n > 0 {
 		k, err := w.c.reserve(n)
 		if err != nil {
 			return err
 		}
-		start := putDataHeader(w.buf, off, w.c.remote, w.ext, k)
-		if err := w.c.sendData(w.buf[start : off+k]); err != nil {
+		start := putDataHeader(buf, off, w.c.remote, w.ext, k)
+		if err := w.c.sendData(buf[start : off+k]); err != nil {
 			return err
 		}
 		off += k

@@ -12,10 +12,10 @@ import (
 
 // Defaults used for zero Config fields.
 const (
-	DefaultWindowSize  = 8 << 20 // bytes granted to the peer per channel
-	DefaultMaxPacket   = 32768   // largest data payload we accept per packet
-	DefaultMaxSessions = 10      // as OpenSSH's MaxSessions
-	DefaultMaxChannels = 64      // all channel kinds together
+	DefaultWindowSize  = 8 << 20  // bytes granted to the peer per channel
+	DefaultMaxPacket   = 64 << 10 // largest data payload we accept per packet
+	DefaultMaxSessions = 10       // as OpenSSH's MaxSessions
+	DefaultMaxChannels = 64       // all channel kinds together
 	maxWindowSize      = 1<<31 - 1
 	minMaxPacket       = 1024
 	maxMaxPacket       = 256 << 10
@@ -63,7 +63,7 @@ type Config struct {
 	// at least MaxPacket, at most 2^31-1).
 	WindowSize uint32
 	// MaxPacket is the largest channel data payload we accept (default
-	// 32768, between 1024 and 256 KiB). The transport must accept packets
+	// 64 KiB, between 1024 and 256 KiB). The transport must accept packets
 	// this big plus 13 bytes of header.
 	MaxPacket uint32
 	// MaxSessions bounds open session channels per connection (default

@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"encoding/binary"
 	"io"
 	"os"
 	"os/exec"
@@ -58,11 +59,13 @@ func (s *session) sftpHelper(a *account) error {
 func (s *session) serveSFTP(p *process, a *account) {
 	defer close(p.done)
 	status := uint32(0)
-	srv, err := sftp.NewServer(sftpStream{s.c}, sftp.WithServerWorkingDirectory(a.home))
+	out := newBatchWriter(&s.c.stdout)
+	srv, err := sftp.NewServer(&sftpStream{c: s.c, w: out}, sftp.WithServerWorkingDirectory(a.home))
 	if err == nil {
 		err = srv.Serve()
 		srv.Close()
 	}
+	out.Close()
 	if err != nil && err != io.EOF {
 		s.m.log.Info("connection: sftp session ended", "err", err)
 		status = 1
@@ -72,12 +75,35 @@ func (s *session) serveSFTP(p *process, a *account) {
 }
 
 // sftpStream gives the SFTP server the channel; closing is left to the
-// session, after exit-status.
-type sftpStream struct{ c *channel }
+// session, after exit-status. Replies go through a batchWriter so that
+// queued replies share full packets. pkg/sftp writes each reply as a
+// header then a payload; sftpStream holds a header that announces more
+// bytes and queues it with its payload in one step.
+type sftpStream struct {
+	c    *channel
+	w    *batchWriter
+	held []byte // a header waiting for its payload
+}
 
-func (t sftpStream) Read(p []byte) (int, error)  { return t.c.Read(p) }
-func (t sftpStream) Write(p []byte) (int, error) { return t.c.Write(p) }
-func (t sftpStream) Close() error                { return nil }
+func (t *sftpStream) Read(p []byte) (int, error) { return t.c.Read(p) }
+func (t *sftpStream) Close() error               { return nil }
+
+func (t *sftpStream) Write(p []byte) (int, error) {
+	if len(t.held) > 0 {
+		h := len(t.held)
+		n, err := t.w.writeBuffers(t.held, p)
+		t.held = t.held[:0]
+		return max(n-h, 0), err
+	}
+	if len(p) >= 4 && len(p) <= maxHeldHeader && int64(binary.BigEndian.Uint32(p))+4 > int64(len(p)) {
+		t.held = append(t.held[:0], p...)
+		return len(p), nil
+	}
+	return t.w.Write(p)
+}
+
+// maxHeldHeader bounds what sftpStream holds back.
+const maxHeldHeader = 64
 
 // SFTPServerMain serves SFTP on standard input and output until EOF. The
 // command named by Config.SFTPHelper (by default "offload sftp-server")
