@@ -78,10 +78,13 @@ func TestSshdInetd(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := os.NewFile(uintptr(fds[0]), "server")
-	client, err := net.FileConn(os.NewFile(uintptr(fds[1]), "client"))
+	clientFile := os.NewFile(uintptr(fds[1]), "client")
+	client, err := net.FileConn(clientFile) // a dup: close the original so Close means EOF
+	clientFile.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer server.Close()
 	oldStdin := os.Stdin
 	os.Stdin = server
 	defer func() { os.Stdin = oldStdin }()
