@@ -22,18 +22,9 @@ const flagUserVerified = 0x04
 // signature gets PK_OK when the key would be accepted; a signed request
 // succeeds when the key is accepted and the signature verifies.
 func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
-	key, algo, err := s.cfg.parseKey(req.Algo, req.KeyBlob)
+	key, sig, err := s.checkSignedKey(req)
 	if err != nil {
 		return s.fail(req, err), nil
-	}
-	if s.acct.denied != nil {
-		return s.fail(req, s.acct.denied), nil
-	}
-	var sig *signature
-	if req.HasSig {
-		if sig, err = s.verify(req, key, algo); err != nil {
-			return s.fail(req, err), nil
-		}
 	}
 	g, err := s.acceptKey(key)
 	if err != nil {
@@ -48,6 +39,26 @@ func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
 	g.perms.Method, g.perms.KeyFingerprint = "publickey", fingerprint(key)
 	s.log.Info("auth: accepted publickey", "user", req.User, "algo", req.Algo, "key", g.perms.KeyFingerprint)
 	return succeeded, g.perms
+}
+
+// checkSignedKey parses the key and verifies the signature, if any,
+// before looking at the account, so that refused and unknown users cost
+// the same signature check as real ones.
+func (s *session) checkSignedKey(req *userAuthRequest) (ssh.PublicKey, *signature, error) {
+	key, algo, err := s.cfg.parseKey(req.Algo, req.KeyBlob)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sig *signature
+	if req.HasSig {
+		if sig, err = s.verify(req, key, algo); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.acct.denied != nil {
+		return nil, nil, s.acct.denied
+	}
+	return key, sig, nil
 }
 
 // pkOK answers an acceptable key query. It is never authentication.
