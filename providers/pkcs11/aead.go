@@ -163,16 +163,7 @@ func (g *gcm) Overhead() int  { return gcmTagSize }
 
 // Seal encrypts and authenticates plaintext as cipher.AEAD does.
 func (g *gcm) Seal(dst, nonce, plaintext, additionalData []byte) []byte {
-	if len(nonce) != g.alg.NonceSize {
-		panic("crypto/cipher: incorrect nonce length given to GCM")
-	}
-	ret, out := sliceForAppend(dst, len(plaintext)+gcmTagSize)
-	if inexactOverlap(out, plaintext) {
-		panic("crypto/cipher: invalid buffer overlap of output and input")
-	}
-	if anyOverlap(out, additionalData) {
-		panic("crypto/cipher: invalid buffer overlap of output and additional data")
-	}
+	ret, out := g.buffers(dst, nonce, plaintext, additionalData, len(plaintext)+gcmTagSize)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fallback == nil {
@@ -195,21 +186,32 @@ func (g *gcm) Seal(dst, nonce, plaintext, additionalData []byte) []byte {
 	return g.fallback.Seal(dst, nonce, plaintext, additionalData)
 }
 
-// Open decrypts and authenticates ciphertext as cipher.AEAD does.
-func (g *gcm) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
+// buffers checks the nonce and extends dst by n bytes for the output,
+// panicking as the standard library's AEADs do on a wrong nonce length or
+// an output that overlaps the input inexactly or the additional data.
+func (g *gcm) buffers(dst, nonce, in, ad []byte, n int) (ret, out []byte) {
 	if len(nonce) != g.alg.NonceSize {
 		panic("crypto/cipher: incorrect nonce length given to GCM")
 	}
-	if len(ciphertext) < gcmTagSize {
-		return nil, errOpen
-	}
-	ret, out := sliceForAppend(dst, len(ciphertext)-gcmTagSize)
-	if inexactOverlap(out, ciphertext) {
+	ret, out = sliceForAppend(dst, n)
+	if inexactOverlap(out, in) {
 		panic("crypto/cipher: invalid buffer overlap of output and input")
 	}
-	if anyOverlap(out, additionalData) {
+	if anyOverlap(out, ad) {
 		panic("crypto/cipher: invalid buffer overlap of output and additional data")
 	}
+	return ret, out
+}
+
+// Open decrypts and authenticates ciphertext as cipher.AEAD does.
+func (g *gcm) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
+	if len(ciphertext) < gcmTagSize {
+		if len(nonce) != g.alg.NonceSize {
+			panic("crypto/cipher: incorrect nonce length given to GCM")
+		}
+		return nil, errOpen
+	}
+	ret, out := g.buffers(dst, nonce, ciphertext, additionalData, len(ciphertext)-gcmTagSize)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fallback == nil {

@@ -24,6 +24,7 @@ package uri
 
 import (
 	"fmt"
+	"github.com/offload/offload/provider"
 	"strconv"
 	"strings"
 )
@@ -492,21 +493,9 @@ func (d TokenInfo) URI() *URI {
 
 // Redact hides the value of pin-value in s, however it is spelled, so a
 // URI can be logged or put in an error.
-func Redact(s string) string { return redact(s) }
+func Redact(s string) string { return provider.RedactRef(s) }
 
-func redact(s string) string {
-	head, query, ok := strings.Cut(s, "?")
-	if !ok {
-		return s
-	}
-	parts := strings.Split(query, "&")
-	for i, p := range parts {
-		if k, _, _ := strings.Cut(p, "="); strings.EqualFold(k, "pin-value") {
-			parts[i] = "pin-value=REDACTED"
-		}
-	}
-	return head + "?" + strings.Join(parts, "&")
-}
+func redact(s string) string { return provider.RedactRef(s) }
 
 // Module returns the module the URI names (module-path, else
 // module-name), or "".
