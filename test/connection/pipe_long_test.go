@@ -2,8 +2,8 @@ package connection_test
 
 import (
 	"os"
-	"strconv"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
