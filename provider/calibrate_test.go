@@ -94,3 +94,26 @@ func TestCalibrationFilePerMachine(t *testing.T) {
 		t.Error("NoCache still has a cache file")
 	}
 }
+
+func TestRecordSteersRanking(t *testing.T) {
+	var log bytes.Buffer
+	a := &fake{name: "a", kind: provider.KindSoftware, algs: gcm}
+	b := &fake{name: "b", kind: provider.KindCPU, algs: gcm}
+	r, cal := calibrated(t, t.TempDir(), &log, a, b)
+	alg := provider.MustLookup("aes128-gcm")
+	if err := cal.Record(alg, a, provider.Measurement{MBps1K: 900, MBps32K: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cal.Record(alg, b, provider.Measurement{MBps1K: 90, MBps32K: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if ex := choose(t, r, "aes128-gcm"); ex.Chosen != "a" {
+		t.Errorf("recorded measurements ignored: chose %s (%s)", ex.Chosen, ex.Reason)
+	}
+	if a.built+b.built != 0 {
+		t.Error("measured although measurements were recorded")
+	}
+	if err := cal.Record(alg, a, provider.Measurement{MBps1K: -1}); err == nil {
+		t.Error("implausible measurement accepted")
+	}
+}

@@ -40,19 +40,25 @@ func TestNoAESHardwareFlipsOrder(t *testing.T) {
 	}
 }
 
+// With AES instructions AES-GCM must rank first. Calibration on a busy
+// machine is noisy, so a fresh calibration is tried up to three times; a
+// CPU whose AES-GCM really is slower than ChaCha20 fails all three.
 func TestAESHardwareFirst(t *testing.T) {
 	f := cpu.Detect()
 	if !f.AES || !f.CLMUL {
 		t.Skip("this CPU has no AES + carry-less multiply; nothing to compare")
 	}
-	r := registry(t, f)
-	ex, err := r.Explain("aes128-gcm")
-	if err != nil || ex.Chosen != cpu.Name {
-		t.Fatalf("aes128-gcm with AES hardware served by %v (%v)", ex, err)
+	var got []string
+	for try := 0; try < 3; try++ {
+		r := registry(t, f)
+		if ex, err := r.Explain("aes128-gcm"); err != nil || ex.Chosen != cpu.Name {
+			t.Fatalf("aes128-gcm with AES hardware served by %v (%v)", ex, err)
+		}
+		if got = r.RankAlgorithms(aeads); got[0] != "chacha20-poly1305" {
+			return
+		}
 	}
-	if got := r.RankAlgorithms(aeads); got[0] == "chacha20-poly1305" {
-		t.Errorf("order with AES hardware = %v, want AES-GCM first", got)
-	}
+	t.Errorf("order with AES hardware = %v in three calibrations, want AES-GCM first", got)
 }
 
 func TestMask(t *testing.T) {
