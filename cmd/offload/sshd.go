@@ -170,6 +170,11 @@ func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 		level = slog.LevelDebug
 	case o.test || o.print:
 		level = slog.LevelWarn
+	case o.inetd && o.logFile == "":
+		// stderr may be the client's terminal (ProxyCommand) or the
+		// connection itself (inetd): errors only, as sshd -i sends its
+		// logs to syslog rather than there. -E or -d for more.
+		level = slog.LevelError
 	default:
 		if c, err := o.loadConfig(); err == nil {
 			level = c.SlogLevel()

@@ -90,6 +90,7 @@ type daemon struct {
 
 	metricsAddr string // where /metrics is served, "" for nowhere
 	removePid   func()
+	hup         chan os.Signal
 	retired     sync.WaitGroup
 }
 
@@ -108,25 +109,37 @@ func runDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
 // startDaemon loads the configuration, listens, starts the metrics
 // listener and writes the PidFile.
 func startDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) (*daemon, error) {
-	d := &daemon{o: o, log: log, metrics: provider.NewMetrics()}
+	d := &daemon{o: o, log: log, metrics: provider.NewMetrics(), hup: make(chan os.Signal, 1)}
+	// From here on SIGHUP waits for the loop instead of killing the process.
+	signal.Notify(d.hup, syscall.SIGHUP)
+	d, err := d.start(ctx)
+	if err != nil {
+		signal.Stop(d.hup)
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *daemon) start(ctx context.Context) (*daemon, error) {
+	o, log := d.o, d.log
 	g, err := loadGeneration(ctx, o, d.metrics, log)
 	if err != nil {
-		return nil, err
+		return d, err
 	}
 	d.cur, d.live = g, []*generation{g}
 	if err := d.listen(g.cfg.Addrs()); err != nil {
 		g.retire()
-		return nil, err
+		return d, err
 	}
 	if g.cfg.MetricsAddress != "" {
 		if d.metricsAddr, err = metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
 			d.stop(0)
-			return nil, fmt.Errorf("MetricsAddress: %w", err)
+			return d, fmt.Errorf("MetricsAddress: %w", err)
 		}
 	}
 	if d.removePid, err = writePidFile(g.cfg.PidFile); err != nil {
 		d.stop(0)
-		return nil, err
+		return d, err
 	}
 	log.Info("offload sshd started", "pid", os.Getpid(), "hostkeys", configSummary(g.cfg, g.keys))
 	return d, nil
@@ -152,12 +165,10 @@ func (d *daemon) listen(addrs []string) error {
 
 // loop waits for signals: SIGHUP reloads, the end of ctx stops.
 func (d *daemon) loop(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	defer signal.Stop(d.hup)
 	for {
 		select {
-		case <-hup:
+		case <-d.hup:
 			d.reload(ctx)
 		case <-ctx.Done():
 			d.log.Info("shutting down: no new connections; waiting for sessions", "timeout", d.o.shutdownTimeout)
@@ -280,6 +291,7 @@ func (d *daemon) stop(timeout time.Duration) {
 	for _, g := range live {
 		g.reg.Close()
 	}
+	waitTimeout(&d.retired, 5*time.Second)
 	d.log.Info("offload sshd stopped")
 }
 
