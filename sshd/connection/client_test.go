@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type client struct {
 	globals chan byte
 	faults  []string
 	done    chan struct{}
+	silent  atomic.Bool // ignore the server's global requests
 }
 
 // cchan is a client channel.
@@ -141,7 +143,7 @@ func (c *client) dispatch(p []byte) {
 		return
 	case wire.MsgGlobalRequest:
 		r, _ := parseGlobalRequest(p)
-		if r.wantReply {
+		if r.wantReply && !c.silent.Load() {
 			c.send([]byte{wire.MsgRequestFailure})
 		}
 		return

@@ -70,9 +70,9 @@ func (m *mux) probe(iv time.Duration) {
 		return
 	}
 	if int(m.probes.Add(1)) > m.cfg.ClientAliveCountMax {
-		m.log.Info("connection: client alive timeout")
-		m.ctl.fail(&ProtocolError{Reason: wire.DisconnectByApplication, Channel: -1, Msg: "client alive timeout"})
-		m.pc.Close()
+		pe := &ProtocolError{Reason: wire.DisconnectByApplication, Channel: -1, Msg: "client alive timeout"}
+		m.ctl.fail(pe)
+		m.disconnect(pe)
 		return
 	}
 	b := wire.AppendString([]byte{wire.MsgGlobalRequest}, "keepalive@openssh.com")

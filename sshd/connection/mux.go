@@ -33,6 +33,7 @@ type mux struct {
 	lastRead       atomic.Int64 // unix nanos of the last packet, for keepalive
 	probes         atomic.Int32 // unanswered keepalives
 	acct           accountOnce
+	discOnce       sync.Once
 	handler        channelHandler // replaces all channel types when set (tests)
 }
 
@@ -64,14 +65,22 @@ func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Co
 	return m.finish(ctx, cancel, err)
 }
 
+// disconnect sends DISCONNECT (once) when pc can, and closes pc.
+func (m *mux) disconnect(pe *ProtocolError) {
+	m.discOnce.Do(func() {
+		m.log.Warn("connection: disconnecting peer", "err", pe)
+		if d, ok := m.pc.(wire.Disconnector); ok {
+			d.Disconnect(pe.Reason, pe.Msg)
+		}
+		m.pc.Close()
+	})
+}
+
 // finish tears the connection down and picks the error to return.
 func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) error {
 	var pe *ProtocolError
 	if errors.As(err, &pe) {
-		m.log.Warn("connection: disconnecting peer", "err", err)
-		if d, ok := m.pc.(wire.Disconnector); ok {
-			d.Disconnect(pe.Reason, pe.Msg)
-		}
+		m.disconnect(pe)
 	}
 	ctxErr := ctx.Err()
 	cancel()

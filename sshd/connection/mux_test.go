@@ -202,11 +202,21 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestKeepaliveProbe(t *testing.T) {
-	c := startClient(t, &Config{ClientAliveInterval: 20 * time.Millisecond, ClientAliveCountMax: 2}, self(t))
+	c := startClient(t, &Config{ClientAliveInterval: 20 * time.Millisecond, ClientAliveCountMax: 50}, self(t))
 	time.Sleep(200 * time.Millisecond) // the client answers every probe
 	select {
 	case err := <-c.serveErr:
 		t.Fatalf("Serve ended although the client answers: %v", err)
 	default:
+	}
+}
+
+func TestKeepaliveTimeout(t *testing.T) {
+	c := startClient(t, &Config{ClientAliveInterval: 10 * time.Millisecond, ClientAliveCountMax: 2}, self(t))
+	c.silent.Store(true)
+	err := c.wait(t)
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Reason != wire.DisconnectByApplication || c.server.disconnected() != wire.DisconnectByApplication {
+		t.Errorf("Serve returned %v, want a client alive timeout", err)
 	}
 }
