@@ -103,5 +103,5 @@ func (s *session) acceptPlainKey(key ssh.PublicKey) (*grant, error) {
 	if found == nil {
 		return nil, err
 	}
-	return &grant{perms: found.opts.permissions(s.user, s.cfg.PermitUserEnvironment), verify: found.opts.verify}, nil
+	return &grant{perms: found.opts.permissions(s.user, s.cfg.PermitUserEnvironment), verify: found.opts.verify, noTouch: found.opts.noTouch}, nil
 }

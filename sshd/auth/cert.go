@@ -220,5 +220,5 @@ func (s *session) checkCert(c *ssh.Certificate, principal string, opts *keyOptio
 	p.NoX11Forwarding = p.NoX11Forwarding || ext("permit-X11-forwarding")
 	p.NoUserRC = p.NoUserRC || ext("permit-user-rc")
 	_, verify := c.CriticalOptions[optVerifyRequired]
-	return &grant{perms: p, verify: verify || opts.verify}, nil
+	return &grant{perms: p, verify: verify || opts.verify, noTouch: opts.noTouch}, nil
 }

@@ -35,7 +35,9 @@
 // no-agent-forwarding, no-X11-forwarding, no-user-rc, restrict and the
 // re-enabling pty, port-forwarding, agent-forwarding, X11-forwarding,
 // user-rc, cert-authority with principals=, verify-required and
-// no-touch-required (accepted, but touch is still required). A line with
+// no-touch-required (for security keys, whose signatures offload verifies
+// itself so that their user-presence and user-verification flags are
+// checked against these options). A line with
 // any other option (permitlisten=, tunnel=, ...) is ignored and logged:
 // offload fails closed rather than dropping a restriction. Lines whose
 // from= or expiry-time= refuse the connection do not stop the search.

@@ -186,6 +186,9 @@ type signature struct {
 	Format string
 	Blob   []byte
 	Rest   []byte
+
+	sk    bool    // a security-key signature, verified with its flags
+	flags skFlags // when sk
 }
 
 func parseSignature(b []byte) (*signature, error) {

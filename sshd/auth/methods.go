@@ -10,13 +10,9 @@ import (
 type grant struct {
 	perms *perm.Permissions
 	// verify says the signature must assert user verification
-	// (verify-required), for security keys.
-	verify bool
+	// (verify-required); noTouch waives user presence (no-touch-required).
+	verify, noTouch bool
 }
-
-// flagUserVerified is the UV bit of a security-key signature's flags
-// (PROTOCOL.u2f).
-const flagUserVerified = 0x04
 
 // publicKey handles the "publickey" method (RFC 4252 §7): a query without
 // signature gets PK_OK when the key would be accepted; a signed request
@@ -33,8 +29,8 @@ func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
 	if !req.HasSig {
 		return s.pkOK(req)
 	}
-	if g.verify && !userVerified(sig) {
-		return s.fail(req, reject("verify-required but the signature lacks user verification")), nil
+	if err := checkFlags(key, sig, g); err != nil {
+		return s.fail(req, err), nil
 	}
 	g.perms.Method, g.perms.KeyFingerprint = "publickey", fingerprint(key)
 	s.log.Info("auth: accepted publickey", "user", req.User, "algo", req.Algo, "key", g.perms.KeyFingerprint)
@@ -79,16 +75,30 @@ func (s *session) verify(req *userAuthRequest, key ssh.PublicKey, algo *algorith
 	if sig.Format != algo.sigFormat {
 		return nil, reject("signature format " + quote(sig.Format) + " for algorithm " + quote(req.Algo))
 	}
-	wsig := &ssh.Signature{Format: sig.Format, Blob: sig.Blob, Rest: sig.Rest}
-	if err := key.Verify(signedData(s.sessionID, req), wsig); err != nil {
+	data := signedData(s.sessionID, req)
+	if isSKKey(key) {
+		sig.sk = true
+		sig.flags, err = verifySK(key, data, sig)
+	} else {
+		err = key.Verify(data, &ssh.Signature{Format: sig.Format, Blob: sig.Blob, Rest: sig.Rest})
+	}
+	if err != nil {
 		return nil, rejectf(err, "signature does not verify")
 	}
 	return sig, nil
 }
 
-// userVerified reports the UV flag of a security-key signature.
-func userVerified(sig *signature) bool {
-	return len(sig.Rest) == 5 && sig.Rest[0]&flagUserVerified != 0
+// checkFlags applies the security-key flags: presence unless waived by
+// no-touch-required, verification when verify-required (which other
+// signatures can never satisfy).
+func checkFlags(key ssh.PublicKey, sig *signature, g *grant) error {
+	if sig.sk && sig.flags&flagUserPresent == 0 && !g.noTouch && !certNoTouch(key) {
+		return reject("security-key signature without user presence (touch)")
+	}
+	if g.verify && sig.flags&flagUserVerified == 0 { // zero unless sk
+		return reject("verify-required but the signature lacks user verification")
+	}
+	return nil
 }
 
 // acceptKey decides whether key (a plain key or a certificate) may log in

@@ -22,7 +22,7 @@ type keyOptions struct {
 	permitOpen    []string
 	principals    []string // nil: not given
 	verify        bool     // verify-required
-	noTouch       bool     // no-touch-required (accepted, not honoured)
+	noTouch       bool     // no-touch-required
 
 	noPTY, noPortForwarding, noAgentForwarding, noX11Forwarding, noUserRC bool
 }
