@@ -121,7 +121,7 @@ func promptPIN(stderr io.Writer) func(token string) (string, error) {
 	return func(token string) (string, error) {
 		fd := int(os.Stdin.Fd())
 		if !term.IsTerminal(fd) {
-			return "", fmt.Errorf("no PIN for token %q: give pin-source in the URI, -pin-source or $%s", token, pkcs11.PINEnv)
+			return "", fmt.Errorf("none given and no terminal to ask on: give pin-source in the URI, -pin-source or $%s", pkcs11.PINEnv)
 		}
 		fmt.Fprintf(stderr, "PIN for token %q: ", token)
 		b, err := term.ReadPassword(fd)
