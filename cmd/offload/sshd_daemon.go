@@ -203,7 +203,7 @@ func (d *daemon) accept(l net.Listener) {
 			defer d.conns.Done()
 			defer g.wg.Done()
 			defer d.stats.active.Add(-1)
-			g.srv.ServeConn(nc)
+			g.srv.ServeConn(&countedConn{Conn: nc, stats: &d.stats})
 		}()
 	}
 }

@@ -111,8 +111,12 @@ func TestSshdDaemonReloadAndStop(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if strings.Contains(string(body), "offload_sshd_sent_bytes_total 0\n") {
+		t.Error("no bytes counted")
+	}
 	for _, want := range []string{"offload_sshd_connections_accepted_total 3", "offload_sshd_reloads_total 1",
-		"offload_sshd_reload_failures_total 1", `offload_provider_operations_total{algorithm=`} {
+		"offload_sshd_reload_failures_total 1", `offload_provider_operations_total{algorithm=`,
+		"offload_sshd_received_bytes_total ", "offload_sshd_sent_bytes_total "} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}

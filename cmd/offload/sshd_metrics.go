@@ -18,6 +18,25 @@ import (
 // daemonStats are the server-wide counters the daemon keeps itself.
 type daemonStats struct {
 	accepted, active, reloads, reloadErrors atomic.Int64
+	rx, tx                                  atomic.Uint64 // bytes on the wire, all connections
+}
+
+// countedConn counts the bytes a connection reads and writes into stats.
+type countedConn struct {
+	net.Conn
+	stats *daemonStats
+}
+
+func (c *countedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.stats.rx.Add(uint64(n))
+	return n, err
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.stats.tx.Add(uint64(n))
+	return n, err
 }
 
 // metricsCollector exports provider.Metrics snapshots and the daemon's
@@ -29,6 +48,7 @@ type metricsCollector struct {
 
 	ops, bytes, errs, latency              *prometheus.Desc
 	accepted, active, reloads, reloadFails *prometheus.Desc
+	rx, tx                                 *prometheus.Desc
 }
 
 func newMetricsCollector(m *provider.Metrics, stats *daemonStats) *metricsCollector {
@@ -45,11 +65,13 @@ func newMetricsCollector(m *provider.Metrics, stats *daemonStats) *metricsCollec
 		active:      d("offload_sshd_connections_active", "Connections being served.", nil),
 		reloads:     d("offload_sshd_reloads_total", "Configuration reloads (SIGHUP) applied.", nil),
 		reloadFails: d("offload_sshd_reload_failures_total", "Configuration reloads refused (the old configuration stayed).", nil),
+		rx:          d("offload_sshd_received_bytes_total", "Bytes read from clients (SSH packets, encrypted).", nil),
+		tx:          d("offload_sshd_sent_bytes_total", "Bytes written to clients (SSH packets, encrypted).", nil),
 	}
 }
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.ops, c.bytes, c.errs, c.latency, c.accepted, c.active, c.reloads, c.reloadFails} {
+	for _, d := range []*prometheus.Desc{c.ops, c.bytes, c.errs, c.latency, c.accepted, c.active, c.reloads, c.reloadFails, c.rx, c.tx} {
 		ch <- d
 	}
 }
@@ -66,6 +88,8 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(c.stats.active.Load()))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.stats.reloads.Load()))
 	ch <- prometheus.MustNewConstMetric(c.reloadFails, prometheus.CounterValue, float64(c.stats.reloadErrors.Load()))
+	ch <- prometheus.MustNewConstMetric(c.rx, prometheus.CounterValue, float64(c.stats.rx.Load()))
+	ch <- prometheus.MustNewConstMetric(c.tx, prometheus.CounterValue, float64(c.stats.tx.Load()))
 }
 
 // metricsServer serves /metrics on addr until ctx is done and returns the
