@@ -178,6 +178,7 @@ func (c *Conn) WritePacket(payload []byte) error {
 		return c.werr
 	}
 	if c.writeNeedsRekey() {
+		c.logRekeyLocked("write")
 		if err := c.sendKexInitLocked(); err != nil {
 			return err
 		}
@@ -227,7 +228,14 @@ func (c *Conn) checkReadRekey() error {
 	if c.kexPending || c.werr != nil {
 		return nil
 	}
+	c.logRekeyLocked("read")
 	return c.sendKexInitLocked()
+}
+
+// logRekeyLocked notes why the server starts a key re-exchange.
+func (c *Conn) logRekeyLocked(side string) {
+	c.srv.log.Debug("transport: starting key re-exchange", "remote", c.nc.RemoteAddr().String(), "trigger", side,
+		"bytes_in", c.rd.bytes, "bytes_out", c.wr.bytes, "timer", c.rekeyDue.Load())
 }
 
 // Disconnect sends SSH_MSG_DISCONNECT with reason and message, then closes

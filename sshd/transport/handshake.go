@@ -113,11 +113,18 @@ func (c *Conn) kex(p []byte) error {
 	if err := c.noteFirstKex(ci); err != nil {
 		return err
 	}
+	start := time.Now()
 	res, err := c.exchange(a, &m)
 	if err != nil {
 		return err
 	}
-	return c.newKeys(a, res)
+	if err := c.newKeys(a, res); err != nil {
+		return err
+	}
+	c.srv.log.Debug("transport: key exchange done", "remote", c.nc.RemoteAddr().String(), "n", c.kexCount,
+		"kex", a.kex.name, "host_key", a.hostKey, "cipher_in", a.cipherCS.name, "cipher_out", a.cipherSC.name,
+		"strict", c.strict, "elapsed", time.Since(start))
+	return nil
 }
 
 // ensureKexInit returns our KEXINIT for this exchange, sending it now when

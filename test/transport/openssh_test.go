@@ -12,6 +12,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,7 @@ import (
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -96,6 +98,11 @@ func newFixture(t *testing.T, cfg *sshd.Config) *fixture {
 	}
 	f.user = u.Username
 	cfg.Auth = &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true}
+	if cfg.Conn == nil {
+		// SHLVL=1 from the client keeps bash from sourcing ~/.bashrc for a
+		// remote command, which can take seconds on a developer machine.
+		cfg.Conn = &connection.Config{AcceptEnv: []string{"SHLVL"}}
+	}
 	if cfg.HostKeys == nil {
 		cfg.HostKeys = allHostKeys()
 	}
@@ -136,8 +143,10 @@ func (f *fixture) command(ctx context.Context, opts []string, remote string) *ex
 	args = append(args, "-F", "/dev/null", "-p", f.port, "-i", f.key,
 		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
 		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10")
-	args = append(args, "-l", f.user, "127.0.0.1", remote)
-	return exec.CommandContext(ctx, f.ssh, args...)
+	args = append(args, "-o", "SendEnv=SHLVL", "-l", f.user, "127.0.0.1", remote)
+	cmd := exec.CommandContext(ctx, f.ssh, args...)
+	cmd.Env = append(os.Environ(), "SHLVL=1")
+	return cmd
 }
 
 // run executes remote with opts and returns stdout, stderr and the exit
@@ -295,4 +304,33 @@ func currentUser(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return u.Username
+}
+
+// TestOpenSSHRekeyMidTransfer moves 8 MiB each way with rekeys forced
+// every MiB by the server and every few MiB by the client, and checks
+// SHA-256 sums. (The OpenSSH client rounds the next packet up to bytes,
+// not blocks, when it checks its limit: with 64 KiB channel packets a
+// client RekeyLimit of 1M would rekey after every packet.)
+func TestOpenSSHRekeyMidTransfer(t *testing.T) {
+	f := newFixture(t, &sshd.Config{RekeyLimit: 1 << 20})
+	data := make([]byte, 8<<20)
+	rand.Read(data)
+	sum := fmt.Sprintf("%x", sha256.Sum256(data))
+	file := filepath.Join(f.dir, "payload")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com", "aes256-ctr"} {
+		t.Run(c, func(t *testing.T) {
+			opts := []string{"Ciphers=" + c, "RekeyLimit=4M"}
+			out, errOut, code := f.run(t, opts, "sha256sum", data)
+			if code != 0 || !strings.HasPrefix(out, sum) {
+				t.Fatalf("upload: status %d stdout %q stderr %q", code, out, errOut)
+			}
+			out, errOut, code = f.run(t, opts, "cat "+file, nil)
+			if code != 0 || fmt.Sprintf("%x", sha256.Sum256([]byte(out))) != sum {
+				t.Fatalf("download: status %d, %d bytes, stderr %q", code, len(out), errOut)
+			}
+		})
+	}
 }
