@@ -61,3 +61,37 @@ func TestSshdPKCS11HostKey(t *testing.T) {
 	}
 	t.Logf("wrong PIN error: %v", err)
 }
+
+// TestSshdPKCS11Reload reloads a daemon whose host key is in a token: the
+// old generation's provider closes while the new one's stays logged in,
+// so the new connections still get host-key signatures.
+func TestSshdPKCS11Reload(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "sshd-reload")
+	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Generate(context.Background(), uri.MustParse(tok.URI("hostkey")), pkcs11.Ed25519); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	p.Close()
+	cfg := filepath.Join(t.TempDir(), "sshd_config")
+	text := "ListenAddress 127.0.0.1:0\nCalibrationCache none\nHostKey " + tok.URI("hostkey") + "\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _, _ := startTestDaemon(t, cfg)
+	addr := d.listeners[0].Addr().String()
+	first := hostKeyOf(t, addr)
+	for i := 0; i < 2; i++ {
+		d.reload(context.Background())
+		d.retired.Wait() // the old generation has closed its provider
+		if k := hostKeyOf(t, addr); string(k.Marshal()) != string(first.Marshal()) {
+			t.Fatalf("reload %d: host key changed", i+1)
+		}
+	}
+	if d.stats.reloads.Load() != 2 {
+		t.Fatalf("reloads = %d", d.stats.reloads.Load())
+	}
+}
