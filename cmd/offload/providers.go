@@ -75,7 +75,27 @@ func cmdProviders(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return enc.Encode(rep)
 	}
 	printProviders(stdout, &rep, *verbose)
+	if *verbose {
+		describeAll(stdout, reg)
+	}
 	return nil
+}
+
+// describer is implemented by providers with more to tell than their
+// capabilities (a PKCS #11 provider's tokens, pools and mechanisms).
+type describer interface {
+	Describe(w io.Writer) error
+}
+
+func describeAll(w io.Writer, reg *provider.Registry) {
+	for _, p := range reg.Providers() {
+		if d, ok := p.(describer); ok {
+			fmt.Fprintf(w, "\n%s:\n", p.Name())
+			if err := d.Describe(w); err != nil {
+				fmt.Fprintf(w, "  (%v)\n", err)
+			}
+		}
+	}
 }
 
 func viewOf(p provider.Provider, caps bool) providerView {

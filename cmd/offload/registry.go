@@ -9,6 +9,7 @@ import (
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
+	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/software"
 )
 
@@ -21,6 +22,7 @@ type registryFlags struct {
 	cacheDir string
 	noCache  bool
 	budget   time.Duration
+	pkcs11   string
 }
 
 func (r *registryFlags) register(fs *flag.FlagSet) {
@@ -31,6 +33,7 @@ func (r *registryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.cacheDir, "calibration-cache", "", "calibration cache directory (default: user cache dir/offload)")
 	fs.BoolVar(&r.noCache, "no-cache", false, "do not read or write the calibration cache")
 	fs.DurationVar(&r.budget, "budget", provider.DefaultBudget, "calibration time per provider and algorithm")
+	fs.StringVar(&r.pkcs11, "pkcs11", "", "add a PKCS #11 token: a pkcs11: URI with module-path or module-name and pin-source\n(the PIN may also come from $OFFLOAD_PKCS11_PIN; never put it on the command line)")
 }
 
 func (r *registryFlags) features() (cpu.Features, error) {
@@ -50,8 +53,17 @@ func (r *registryFlags) open(log *slog.Logger) (*provider.Registry, error) {
 	}
 	cal := provider.NewCalibrator(provider.CalibratorConfig{Dir: r.cacheDir, NoCache: r.noCache, Budget: r.budget, Logger: log})
 	reg := provider.New(provider.Config{Calibrator: cal, Logger: log})
-	for _, p := range []provider.Provider{cpu.New(f), software.New()} {
+	ps := []provider.Provider{cpu.New(f), software.New()}
+	if r.pkcs11 != "" {
+		p, err := pkcs11.OpenURI(r.pkcs11, pkcs11.Config{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
 		if err := reg.Register(p); err != nil {
+			reg.Close()
 			return nil, err
 		}
 	}
