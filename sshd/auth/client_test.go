@@ -16,7 +16,7 @@ import (
 // testClient speaks the client side of RFC 4252 with sshd/wire and
 // x/crypto/ssh signers.
 type testClient struct {
-	t       *testing.T
+	t       testing.TB
 	pc      *memConn
 	user    string
 	sid     []byte // session identifier the client signs
@@ -152,7 +152,7 @@ func sigAlgo(algo string) string {
 }
 
 // wantMsg fails unless p is message number n.
-func wantMsg(t *testing.T, p []byte, n byte, what string) {
+func wantMsg(t testing.TB, p []byte, n byte, what string) {
 	t.Helper()
 	if len(p) == 0 || p[0] != n {
 		t.Fatalf("%s: want message %d, got %x", what, n, p)
@@ -160,7 +160,7 @@ func wantMsg(t *testing.T, p []byte, n byte, what string) {
 }
 
 // wantFailure checks a USERAUTH_FAILURE and its method list.
-func wantFailure(t *testing.T, p []byte, methods string) {
+func wantFailure(t testing.TB, p []byte, methods string) {
 	t.Helper()
 	wantMsg(t, p, wire.MsgUserAuthFailure, "failure")
 	r := wire.NewReader(p[1:])

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -50,8 +53,11 @@ func FuzzParseUserAuthRequest(f *testing.F) {
 				t.Fatalf("round trip:\n in %x\nout %x", p, got)
 			}
 		}
-		parseSignature(r.Sig)
 		validUserName(r.User)
+		sig, err := parseSignature(r.Sig)
+		if key, kerr := ssh.ParsePublicKey(r.KeyBlob); err == nil && kerr == nil && isSKKey(key) {
+			verifySK(key, p, sig)
+		}
 	})
 }
 
@@ -112,17 +118,20 @@ func FuzzMatchHostList(f *testing.F) {
 // FuzzConversation feeds arbitrary messages (separated by "|") to Run:
 // it must end without panicking or hanging.
 func FuzzConversation(f *testing.F) {
-	c := &testClient{user: "alice"}
+	c := &testClient{t: f, user: "alice", sid: testSessionID}
 	svc := wire.AppendString([]byte{wire.MsgServiceRequest}, "ssh-userauth")
 	f.Add(bytes.Join([][]byte{svc, c.header("none"), c.header("password")}, []byte("|")))
-	f.Add(bytes.Join([][]byte{svc, wire.AppendString(wire.AppendBool(c.header("publickey"), false), "ssh-ed25519")}, []byte("|")))
 	w := newWorld(f)
+	key := newSKSigner(f, skECDSA, flagUserPresent)
+	w.authorize(authLine("restrict,from=\"192.0.2.0/24\"", key.PublicKey()))
+	f.Add(bytes.Join([][]byte{svc, c.signedRequest(skECDSA, key, key.PublicKey())}, []byte("|")))
+	f.Add(bytes.Join([][]byte{svc, wire.AppendString(wire.AppendBool(c.header("publickey"), false), "ssh-ed25519")}, []byte("|")))
 	w.cfg.Logger = slog.New(slog.DiscardHandler)
 	f.Fuzz(func(t *testing.T, script []byte) {
 		server, client := memPipe(testSessionID)
 		done := make(chan struct{})
 		go func() {
-			Run(context.Background(), server, w.cfg, nil)
+			Run(context.Background(), server, w.cfg, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 22})
 			close(done)
 		}()
 		go func() { // drain answers so that Run never blocks on a full pipe

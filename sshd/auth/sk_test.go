@@ -17,7 +17,7 @@ import (
 // skSigner plays a FIDO authenticator: it signs as PROTOCOL.u2f says with
 // chosen flags.
 type skSigner struct {
-	t       *testing.T
+	t       testing.TB
 	pub     ssh.PublicKey
 	ed      ed25519.PrivateKey
 	ec      *ecdsa.PrivateKey
@@ -26,7 +26,7 @@ type skSigner struct {
 	lie     bool // send a counter other than the signed one
 }
 
-func newSKSigner(t *testing.T, typ string, flags byte) *skSigner {
+func newSKSigner(t testing.TB, typ string, flags byte) *skSigner {
 	t.Helper()
 	s := &skSigner{t: t, flags: flags, counter: 41}
 	b := wire.AppendString(nil, typ)
