@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -32,7 +33,8 @@ type channel struct {
 	sendMu    sync.RWMutex // data senders hold R; EOF/CLOSE hold W
 	sentEOF   bool
 	sentClose bool
-	gotClose  bool // read loop only
+	closing   atomic.Bool // sentClose, readable without sendMu
+	gotClose  bool        // read loop only
 
 	ctlMu  sync.Mutex // guards ctlBuf
 	ctlBuf []byte
@@ -139,6 +141,7 @@ func (c *channel) sendClose() {
 		return
 	}
 	c.sentClose = true
+	c.closing.Store(true)
 	c.m.pc.WritePacket(appendChannelMsg(nil, wire.MsgChannelClose, c.remote))
 }
 

@@ -90,7 +90,7 @@ type ctlQueue struct {
 	pc      wire.PacketConn
 	mu      sync.Mutex
 	cond    sync.Cond
-	q       [][]byte
+	q       []ctlItem
 	closed  bool
 	failure error
 	done    chan struct{}
@@ -103,7 +103,18 @@ func newCtlQueue(pc wire.PacketConn) *ctlQueue {
 	return c
 }
 
-func (c *ctlQueue) send(p []byte) {
+// ctlItem is a packet to send, or a function to run in order with them.
+type ctlItem struct {
+	p []byte
+	f func()
+}
+
+func (c *ctlQueue) send(p []byte) { c.push(ctlItem{p: p}) }
+
+// do runs f on the sender goroutine, after what is queued.
+func (c *ctlQueue) do(f func()) { c.push(ctlItem{f: f}) }
+
+func (c *ctlQueue) push(it ctlItem) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -113,7 +124,7 @@ func (c *ctlQueue) send(p []byte) {
 		c.setFailLocked(protoErr(-1, nil, "peer does not read: %d replies queued", len(c.q)))
 		return
 	}
-	c.q = append(c.q, p)
+	c.q = append(c.q, it)
 	c.cond.Signal()
 }
 
@@ -147,11 +158,13 @@ func (c *ctlQueue) run() {
 			c.mu.Unlock()
 			return
 		}
-		p := c.q[0]
-		c.q[0] = nil
+		it := c.q[0]
+		c.q[0] = ctlItem{}
 		c.q = c.q[1:]
 		c.mu.Unlock()
-		if err := c.pc.WritePacket(p); err != nil {
+		if it.f != nil {
+			it.f()
+		} else if err := c.pc.WritePacket(it.p); err != nil {
 			c.fail(err)
 		}
 	}

@@ -243,12 +243,10 @@ func (m *mux) peerClose(c *channel, p []byte) error {
 	}
 	c.gotClose = true
 	c.kill()
-	c.sendMu.Lock()
-	if !c.sentClose {
-		c.sentClose = true
-		m.ctl.send(appendChannelMsg(nil, wire.MsgChannelClose, c.remote))
-	}
-	c.sendMu.Unlock()
+	// Our CLOSE goes out from the control sender: taking sendMu here could
+	// wait for a data write stuck behind a key exchange that only this
+	// loop can finish.
+	m.ctl.do(c.sendClose)
 	m.mu.Lock()
 	m.free(c)
 	m.mu.Unlock()
@@ -271,11 +269,8 @@ func (m *mux) channelRequest(c *channel, p []byte) error {
 	if err != nil {
 		return protoErr(int64(c.id), err, "malformed channel request")
 	}
-	c.sendMu.RLock()
-	closing := c.sentClose
-	c.sendMu.RUnlock()
 	switch {
-	case closing:
+	case c.closing.Load():
 		return nil // in flight when we closed; the peer expects no reply
 	case c.reqs == nil:
 		if r.wantReply {

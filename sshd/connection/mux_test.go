@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,4 +221,65 @@ func TestKeepaliveTimeout(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Reason != wire.DisconnectByApplication || c.server.disconnected() != wire.DisconnectByApplication {
 		t.Errorf("Serve returned %v, want a client alive timeout", err)
 	}
+}
+
+// stallConn is a memConn whose writes can be held, as a transport holds
+// them during a key exchange, and which counts reads.
+type stallConn struct {
+	*memConn
+	mu    sync.Mutex
+	gate  chan struct{} // closed when writes may proceed
+	reads atomic.Int64
+}
+
+func (s *stallConn) ReadPacket() ([]byte, error) {
+	p, err := s.memConn.ReadPacket()
+	s.reads.Add(1)
+	return p, err
+}
+
+func (s *stallConn) WritePacket(p []byte) error {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		<-g
+	}
+	return s.memConn.WritePacket(p)
+}
+
+// TestReadLoopNeverWaitsForWrites holds every write (a key exchange in
+// progress) while the peer closes a busy channel: the read loop must keep
+// reading, or the key exchange it alone can finish would never end.
+func TestReadLoopNeverWaitsForWrites(t *testing.T) {
+	srv, cli := memPipe()
+	sc := &stallConn{memConn: srv}
+	c := &client{t: t, pc: cli, server: srv, serveErr: make(chan error, 1),
+		chans: map[uint32]*cchan{}, globals: make(chan byte, 16), done: make(chan struct{})}
+	go func() { c.serveErr <- Serve(context.Background(), sc, self(t), nil) }()
+	go c.loop()
+	defer func() { cli.Close(); c.wait(t) }()
+	ch := c.session(t)
+	ch.exec("yes")
+	ch.waitOutput(t, "y\ny\n")
+	gate := make(chan struct{})
+	sc.mu.Lock()
+	sc.gate = gate
+	sc.mu.Unlock()
+	time.Sleep(20 * time.Millisecond) // let the stdout pump block in a write
+	before := sc.reads.Load()
+	c.send(appendChannelMsg(nil, wire.MsgChannelClose, ch.remote))
+	c.send(wire.AppendBool(wire.AppendString([]byte{wire.MsgGlobalRequest}, "x@y"), false))
+	deadline := time.Now().Add(5 * time.Second)
+	for sc.reads.Load() < before+2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := sc.reads.Load() - before; got < 2 {
+		t.Errorf("read loop stalled behind held writes (%d packets read)", got)
+	}
+	close(gate)
+	sc.mu.Lock()
+	sc.gate = nil
+	sc.mu.Unlock()
+	ch.waitClosed(t)
 }

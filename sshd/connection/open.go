@@ -96,6 +96,7 @@ func (c *channel) openFail(reason uint32, why string) {
 	c.m.log.Info("connection: channel open refused", "type", c.kind, "reason", why)
 	c.sendMu.Lock()
 	c.sentClose = true // nothing else may be sent for this channel
+	c.closing.Store(true)
 	c.m.pc.WritePacket(appendOpenFailure(nil, c.remote, reason, why))
 	c.sendMu.Unlock()
 	c.cancel()
