@@ -103,5 +103,8 @@ func (s *session) acceptPlainKey(key ssh.PublicKey) (*grant, error) {
 	if found == nil {
 		return nil, err
 	}
+	if len(found.opts.environment) > 0 && !s.cfg.PermitUserEnvironment {
+		s.log.Info("auth: environment= ignored (PermitUserEnvironment is off)", "file", found.path, "line", found.line)
+	}
 	return &grant{perms: found.opts.permissions(s.user, s.cfg.PermitUserEnvironment), verify: found.opts.verify, noTouch: found.opts.noTouch}, nil
 }

@@ -150,6 +150,11 @@ func (c *Config) Validate() error {
 			return &ConfigError{"PublicKeyAlgorithms", "unknown algorithm " + a}
 		}
 	}
+	for _, a := range c.CASignatureAlgorithms {
+		if alg, ok := algorithms[a]; !ok || alg.sigFormat != a {
+			return &ConfigError{"CASignatureAlgorithms", "unknown signature algorithm " + a}
+		}
+	}
 	return nil
 }
 

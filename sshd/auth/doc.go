@@ -62,6 +62,15 @@
 // group or others; otherwise the file is ignored and logged. Files are
 // read afresh on every request.
 //
+// # Differences from OpenSSH
+//
+// No DNS: from= and AllowUsers host patterns match addresses only (as
+// with UseDNS no). Not implemented: AuthorizedKeysCommand,
+// AuthorizedPrincipalsCommand, RevokedKeys, keyboard-interactive, password
+// changes, multi-method AuthenticationMethods. permitlisten= and tunnel=
+// lines are refused (see above). Unknown users are answered like real
+// ones, but skip the file reads and the password callback.
+//
 // # Failures and disconnects
 //
 // Failed attempts (every request except the first "none" and acceptable

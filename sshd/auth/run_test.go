@@ -392,6 +392,7 @@ func TestConfigValidate(t *testing.T) {
 		{AuthorizedKeysFiles: []string{"%x/keys"}},
 		{AuthorizedPrincipalsFile: "/etc/p/%"},
 		{PublicKeyAlgorithms: []string{"ssh-dss"}},
+		{CASignatureAlgorithms: []string{"ssh-ed25519-cert-v01@openssh.com"}},
 	}
 	for _, cfg := range bad {
 		var ce *ConfigError
