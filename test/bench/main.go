@@ -70,6 +70,7 @@ type options struct {
 	offload string
 	pkcs11  bool
 	keep    bool
+	perf    string
 	servers map[string]bool
 	kinds   map[string]bool
 	args    []string
@@ -93,6 +94,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-pkcs11")
 	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")
+	fs.StringVar(&o.perf, "perf", "", "record every offload transfer with `perf record -g` into this directory (times include perf's cost)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ type bench struct {
 	timeout time.Duration // per transfer
 	signer  ssh.Signer    // client key, for in-process handshakes
 	hostKey ssh.PublicKey
+	perf    *perfRecorder // nil unless -perf
 }
 
 // transferTimeout bounds one transfer: a minute plus the payload at
@@ -58,7 +59,11 @@ func (b *bench) transfer(ctx context.Context, sv *server, kind, cipher string) (
 	defer cancel()
 	var d time.Duration
 	cpu, err := measureCPU(sv, func() (err error) {
+		stop := b.perf.start(sv, kind, cipher)
 		d, err = b.move(ctx, sv.port, kind, cipher)
+		if perr := stop(); err == nil {
+			err = perr
+		}
 		return err
 	})
 	if err != nil {

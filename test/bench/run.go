@@ -104,6 +104,9 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 	if err := b.loadClientKeys(); err != nil {
 		return err
 	}
+	if b.perf, err = newPerfRecorder(o.perf); err != nil {
+		return err
+	}
 	specs := make([]serverSpec, len(servers))
 	byName := map[string]*server{}
 	for i, sv := range servers {
