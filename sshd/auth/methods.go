@@ -27,7 +27,7 @@ func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
 		return s.fail(req, err), nil
 	}
 	if !req.HasSig {
-		return s.pkOK(req)
+		return keyOK, nil // PK_OK; never authentication
 	}
 	if err := checkFlags(key, sig, g); err != nil {
 		return s.fail(req, err), nil
@@ -55,14 +55,6 @@ func (s *session) checkSignedKey(req *userAuthRequest) (ssh.PublicKey, *signatur
 		return nil, nil, s.acct.denied
 	}
 	return key, sig, nil
-}
-
-// pkOK answers an acceptable key query. It is never authentication.
-func (s *session) pkOK(req *userAuthRequest) (outcome, *perm.Permissions) {
-	if err := s.write(appendPKOK(s.buf[:0], req.Algo, req.KeyBlob)); err != nil {
-		s.log.Debug("auth: writing PK_OK failed", "err", err)
-	}
-	return answered, nil
 }
 
 // verify checks the request's signature: its format must be the one the

@@ -71,7 +71,7 @@ type outcome int
 const (
 	failed          outcome = iota // send FAILURE, count it
 	failedUncounted                // send FAILURE, do not count it
-	answered                       // an answer (PK_OK) was sent
+	keyOK                          // send PK_OK: the queried key would do
 	succeeded
 )
 
@@ -142,8 +142,8 @@ func (s *session) answer(req *userAuthRequest, out outcome, perms *perm.Permissi
 			return nil, err
 		}
 		return perms, nil
-	case answered:
-		return nil, nil
+	case keyOK:
+		return nil, s.write(appendPKOK(s.buf[:0], req.Algo, req.KeyBlob))
 	case failed:
 		if s.failures++; s.failures >= s.cfg.maxTries {
 			s.log.Warn("auth: too many authentication failures", "user", req.User, "failures", s.failures)
