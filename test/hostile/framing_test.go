@@ -85,6 +85,16 @@ func TestFramingEncrypted(t *testing.T) {
 			rc.WriteRaw(pkt)
 			expectDisconnect(t, rc, wire.DisconnectMACError)
 		})
+		e.run(c+"/bad-mac-after-rekey", func(t *testing.T) {
+			rc := e.keyed(t, o)
+			if err := rc.Rekey(o); err != nil {
+				t.Fatal(err)
+			}
+			pkt := rc.Seal(rawclient.Packet(ignoreMsg(27), rc.Padding(27)))
+			pkt[len(pkt)-1] ^= 0x80
+			rc.WriteRaw(pkt)
+			expectDisconnect(t, rc, wire.DisconnectMACError)
+		})
 		e.run(c+"/flipped-ciphertext", func(t *testing.T) {
 			rc := e.keyed(t, o)
 			pkt := rc.Seal(rawclient.Packet(ignoreMsg(59), rc.Padding(59)))

@@ -1,6 +1,9 @@
 package hostile
 
 import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
 	"slices"
 	"testing"
 	"time"
@@ -89,6 +92,25 @@ func TestKeyExchange(t *testing.T) {
 			expectDisconnect(t, rc, wire.DisconnectProtocolError, wire.DisconnectKeyExchangeFailed)
 		})
 	}
+	e.run("service-request-during-rekey", func(t *testing.T) {
+		rc := e.keyed(t, nil)
+		if err := rc.RequestService("ssh-userauth"); err != nil {
+			t.Fatal(err)
+		}
+		kexUpTo(t, rc, nil, afterKexInit)
+		rc.WritePacket(rawclient.AuthRequest(e.srv.User, "none", nil))
+		expectDisconnect(t, rc, wire.DisconnectProtocolError)
+	})
+	e.run("channel-data-before-rekey-newkeys", func(t *testing.T) {
+		rc := e.loggedIn(t)
+		ch, err := rc.OpenSession(0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kexUpTo(t, rc, nil, afterReply)
+		rc.WritePacket(ch.DataPacket([]byte("too early")))
+		expectDisconnect(t, rc, wire.DisconnectProtocolError)
+	})
 	e.run("kex-message-outside-kex", func(t *testing.T) {
 		rc := e.keyed(t, nil)
 		rc.WritePacket(wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 32)))
@@ -133,6 +155,20 @@ func TestStrictKex(t *testing.T) {
 				rc.WritePacket(v.msg)
 			}
 			expectDisconnect(t, rc, wire.DisconnectProtocolError)
+		})
+	}
+	// Strict kex restarts sequence numbers at NEWKEYS: a client that
+	// announces it but keeps counting fails the MAC of its next packet
+	// under the ciphers whose MAC covers the sequence number (AES-GCM
+	// keeps its own invocation counter and does not notice).
+	for _, c := range []string{rawclient.ChaCha, rawclient.AES128CTR} {
+		e.run("sequence-not-reset/"+c, func(t *testing.T) {
+			rc := e.dial(t)
+			if err := rc.Handshake(&rawclient.KexOptions{Cipher: c, NoSeqReset: true}); err != nil {
+				t.Fatalf("handshake: %v", err)
+			}
+			rc.WritePacket(serviceRequest)
+			expectDisconnect(t, rc, wire.DisconnectMACError, wire.DisconnectProtocolError)
 		})
 	}
 	// Without strict kex the same IGNOREs are legal: the refusal above is
@@ -193,6 +229,7 @@ func TestKexFloods(t *testing.T) {
 		go rc.WriteRaw(flood)
 		expectClosedWithReason(t, rc, wire.DisconnectProtocolError)
 	})
+	e.run("rekey-under-traffic", func(t *testing.T) { rekeyUnderTraffic(t, e) })
 	e.run("rekey-flood", func(t *testing.T) {
 		rc := e.keyed(t, nil)
 		const n = 500
@@ -212,6 +249,78 @@ func TestKexFloods(t *testing.T) {
 			}
 		}
 	})
+}
+
+// rekeyUnderTraffic runs `cat` on a session and starts a key exchange
+// after every chunk it sends: the echo must come back intact.
+func rekeyUnderTraffic(t *testing.T, e *env) {
+	rc := e.loggedIn(t)
+	ch, err := rc.OpenSession(0, 1<<24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SHLVL=1: see harness.NewSession.
+	if err := ch.Request("env", true, wire.AppendString(wire.AppendString(nil, "SHLVL"), "1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Exec("cat"); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, chunk = 100, 4096
+	sent, got := sha256.New(), sha256.New()
+	var echoed int
+	collect := func(msgs ...[]byte) {
+		for _, m := range msgs {
+			if m[0] == wire.MsgChannelData {
+				d := wire.NewReader(m[5:]).Bytes("data")
+				got.Write(d)
+				echoed += len(d)
+			}
+		}
+	}
+	buf := make([]byte, chunk)
+	for i := range rounds {
+		rand.Read(buf)
+		sent.Write(buf)
+		if err := ch.Send(buf); err != nil {
+			t.Fatal(err)
+		}
+		skipped, err := rekeyCollect(rc)
+		collect(skipped...)
+		if err != nil {
+			t.Fatalf("rekey %d: %v", i, err)
+		}
+	}
+	rc.WritePacket(wire.AppendUint32([]byte{wire.MsgChannelEOF}, ch.Remote))
+	for echoed < rounds*chunk {
+		m, err := rc.Next()
+		if err != nil {
+			t.Fatalf("after %d of %d bytes echoed: %v", echoed, rounds*chunk, err)
+		}
+		collect(m)
+	}
+	if !bytes.Equal(sent.Sum(nil), got.Sum(nil)) {
+		t.Errorf("echo through %d rekeys differs from what was sent", rounds)
+	}
+	t.Logf("%d bytes echoed intact through %d client rekeys (kex count %d)", echoed, rounds, rc.KexCount)
+}
+
+// rekeyCollect runs one client rekey and returns the messages that
+// arrived before the server's KEXINIT.
+func rekeyCollect(rc *rawclient.Conn) ([][]byte, error) {
+	if err := rc.SendKexInit(nil); err != nil {
+		return nil, err
+	}
+	skipped, err := rc.ReadKexInit()
+	if err != nil {
+		return skipped, err
+	}
+	for _, step := range []func() error{rc.SendECDHInit, rc.ReadECDHReply, rc.SendNewKeys, rc.ReadNewKeys} {
+		if err := step(); err != nil {
+			return skipped, err
+		}
+	}
+	return skipped, nil
 }
 
 // expectClosedWithReason is expectDisconnect for floods: the server may

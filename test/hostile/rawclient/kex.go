@@ -31,6 +31,10 @@ type KexOptions struct {
 	Cipher string
 	// HostKeyAlgorithms default to ed25519, ECDSA and RSA-SHA2.
 	HostKeyAlgorithms []string
+	// NoSeqReset announces strict kex but keeps counting the sequence
+	// numbers of what it sends across NEWKEYS, as a client that does not
+	// implement it would (it still reads correctly).
+	NoSeqReset bool
 }
 
 func (o *KexOptions) cipher() string {
@@ -255,7 +259,7 @@ func (c *Conn) SendNewKeys() error {
 		return err
 	}
 	c.w = c.kex.pending[0]
-	if c.Strict {
+	if c.Strict && !c.kex.opts.NoSeqReset {
 		c.wseq = 0
 	}
 	return nil
