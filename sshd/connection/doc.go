@@ -23,14 +23,29 @@
 // wire.Disconnector, and returns a *ProtocolError carrying the reason
 // code. The glue must not send a second DISCONNECT.
 //
-// # Windows
+// # Windows and packets
 //
 // Each channel grants the peer Config.WindowSize bytes (default 8 MiB)
 // and sends WINDOW_ADJUST as soon as half of it has been consumed, so a
-// bulk sender never runs dry. Inbound data is buffered per channel in a
-// ring that grows on demand up to the window, so idle channels cost
-// little. The data path reuses per-channel buffers and does not allocate
-// per packet.
+// bulk sender never runs dry; we accept data packets of Config.MaxPacket
+// (default 64 KiB). Window arithmetic is done in 64 bits: an adjust past
+// 2^32-1 or data beyond the window is a protocol error. Inbound data is
+// buffered per channel in a ring that grows on demand up to the window,
+// so idle channels cost little. The data path reuses per-channel buffers
+// and does not allocate per packet (see BenchmarkChannelInbound and
+// BenchmarkChannelOutbound).
+//
+// # Goroutines
+//
+// Serve's goroutine is the only reader of pc and never waits for a write:
+// WritePacket may block during a key exchange that only the reader can
+// finish. Replies the reader produces (global request answers, open
+// failures, CLOSE answers) go through a bounded control queue with its
+// own sender; each channel has its own handler goroutines, and a session
+// answers its requests in order, starting a program's output only after
+// the exec/shell/subsystem reply. With Config.ClientAliveInterval set, a
+// silent peer is probed with keepalive@openssh.com and disconnected after
+// ClientAliveCountMax unanswered probes.
 //
 // # Sessions
 //
@@ -53,9 +68,11 @@
 //
 // The "internal-sftp" subsystem is served by github.com/pkg/sftp. When no
 // privilege change is needed (server uid equals the user's uid) it runs in
-// process over the channel. Otherwise it runs in a child process with the
-// user's credentials: Config.SFTPHelper (default: this executable with
-// the argument "sftp-server", which must call SFTPServerMain).
+// process over the channel, its replies batched into full packets. A Go
+// process cannot switch identity for one goroutine, so otherwise it runs
+// in a child process with the user's credentials: Config.SFTPHelper
+// (default: this executable with the argument "sftp-server", whose main
+// must call SFTPServerMain).
 //
 // # Forwarding
 //

@@ -164,6 +164,7 @@ func TestBigTransfer(t *testing.T) {
 // TestNoGoroutineLeak runs sessions, disconnects and checks that the
 // goroutine count returns to where it was.
 func TestNoGoroutineLeak(t *testing.T) {
+	host, port := echoServer(t) // its accept loop is not counted as a leak
 	before := runtime.NumGoroutine()
 	func() {
 		c := startClient(t, nil, self(t))
@@ -172,6 +173,16 @@ func TestNoGoroutineLeak(t *testing.T) {
 			ch.exec("sleep 30")
 		}
 		run(t, c, "echo hi", nil)
+		pt := c.session(t)
+		pt.req("pty-req", true, ptyPayload("xterm", 80, 24, nil))
+		pt.req("shell", true, nil)
+		sf := c.session(t)
+		sf.req("subsystem", true, wire.AppendString(nil, "sftp"))
+		fw, err := c.open("direct-tcpip", 1<<20, 32768, directPayload(host, port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.write([]byte("x"))
 		c.pc.Close()
 		if err := c.wait(t); err != nil {
 			t.Errorf("Serve: %v", err)

@@ -195,7 +195,7 @@ func (s *session) subsystem(b []byte) error {
 		return refuse("subsystem", "unknown subsystem %q", trunc(name))
 	}
 	if s.m.perm.ForceCommand != "" {
-		return s.run("subsystem", "", false)
+		return s.run("subsystem", cmd, true) // as OpenSSH: the original is the subsystem's command
 	}
 	if cmd == InternalSFTP {
 		return s.sftp()
