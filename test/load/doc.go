@@ -19,5 +19,8 @@
 // the server survives, the healthy session's data is intact and logins
 // after the storm succeed.
 //
+// TestPreAuthMemory measures the heap an unauthenticated connection
+// holds, which MaxStartups multiplies.
+//
 // These are not benchmarks: they assert behaviour, never speed.
 package load

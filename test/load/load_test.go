@@ -267,3 +267,45 @@ func TestConnectionStorm(t *testing.T) {
 	t.Logf("healthy session moved %d bytes through the storm, sha256 equal", n)
 	checkBaseline(t, srv, baseG, baseHeap)
 }
+
+// TestPreAuthMemory measures what an unauthenticated connection costs
+// the server once it has sent its identification line: MaxStartups
+// times this is the memory a flood of silent clients can hold.
+func TestPreAuthMemory(t *testing.T) {
+	const n = 100
+	srv := harness.Start(t, func(c *sshd.Config) {
+		c.MaxStartups = -1
+		c.LoginGraceTime = time.Minute
+	})
+	baseG := harness.Goroutines()
+	base := harness.HeapInUse()
+	var conns []*silentConn
+	for range n {
+		s := dialSilent(t, srv.Addr)
+		if _, err := s.nc.Write([]byte("SSH-2.0-memory-probe\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, s)
+	}
+	// Wait until the server has answered every one (its KEXINIT follows
+	// the version line), so each has its buffers.
+	for _, s := range conns {
+		s.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := s.nc.Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := harness.HeapInUse()
+	per := (int64(held) - int64(base)) / n
+	t.Logf("%d unauthenticated connections hold %s of heap: %d KiB each; with MaxStartups %d that bounds pre-auth memory at about %s",
+		n, harness.MiB(held-min(held, base)), per>>10, sshd.DefaultMaxStartups, harness.MiB(uint64(max(per, 0))*sshd.DefaultMaxStartups))
+	if per > 2<<20 {
+		t.Errorf("an unauthenticated connection holds %d KiB", per>>10)
+	}
+	for _, s := range conns {
+		s.nc.Close()
+	}
+	if g, ok := harness.SettleGoroutines(baseG+goSlack, 20*time.Second); !ok {
+		t.Errorf("goroutines %d before, %d after closing the clients", baseG, g)
+	}
+}
