@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/rand"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -261,5 +262,55 @@ func TestCertRootForcedCommandsOnly(t *testing.T) {
 		} else if got := wantSuccess(t, p, ch); got.ForceCommand != force {
 			t.Fatalf("force-command %q", got.ForceCommand)
 		}
+	}
+}
+
+func TestRevokedKeys(t *testing.T) {
+	w := newWorld(t)
+	ca, certKey, plain, other := newEd25519(t), newEd25519(t), newEd25519(t), newEd25519(t)
+	w.trustCA(ca)
+	w.authorize(authLine("", plain.PublicKey()), authLine("", other.PublicKey()))
+	signer, _ := makeCert(t, ca, certKey, nil)
+	login := func(s ssh.Signer) bool {
+		c, ch := startRun(t, w.cfg)
+		c.startService()
+		algo := s.PublicKey().Type()
+		if p := c.signed(algo, s); p[0] != 52 {
+			wantFailure(t, p, "publickey")
+			return false
+		}
+		wantResult(t, ch)
+		return true
+	}
+	revoke := func(keys ...ssh.Signer) {
+		var text string
+		for _, k := range keys {
+			text += authLine("", k.PublicKey()) + "\n"
+		}
+		w.cfg.RevokedKeys = w.writeFile("revoked", "# revoked\n"+text, 0o644)
+	}
+	revoke(newEd25519(t))
+	if !login(plain) || !login(signer) {
+		t.Fatalf("unrelated revocation refused a login\n%s", w.logs)
+	}
+	revoke(plain)
+	if login(plain) || !login(other) {
+		t.Fatal("revoked plain key")
+	}
+	revoke(certKey)
+	if login(signer) {
+		t.Fatal("certificate of a revoked key accepted")
+	}
+	revoke(ca)
+	if login(signer) {
+		t.Fatal("certificate of a revoked CA accepted")
+	}
+	w.cfg.RevokedKeys = w.writeFile("krl", "SSHKRL\n\x00binary", 0o644)
+	if login(other) {
+		t.Fatal("binary KRL not refused")
+	}
+	w.cfg.RevokedKeys = filepath.Join(w.home, "missing")
+	if login(other) || !w.logged("refusing all public keys") {
+		t.Fatal("missing RevokedKeys file did not refuse every key")
 	}
 }

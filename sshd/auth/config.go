@@ -69,6 +69,12 @@ type Config struct {
 	// of them are accepted. Empty means none.
 	TrustedUserCAKeys string
 
+	// RevokedKeys, when set, is a file of public keys (authorized_keys
+	// format, no options) that may not log in: a listed key, certificate
+	// key or CA is refused. A file that cannot be read, or an OpenSSH
+	// binary KRL, refuses every key.
+	RevokedKeys string
+
 	// AuthorizedPrincipalsFile, when set (a pattern like
 	// AuthorizedKeysFiles), lists the principals accepted for the user in
 	// certificates from TrustedUserCAKeys, one per line, optionally

@@ -53,6 +53,8 @@
 // the certificate. Missing permit-* extensions become the No* fields of
 // perm.Permissions.
 //
+// Keys, certificate keys and CAs listed in Config.RevokedKeys are refused.
+//
 // # Files
 //
 // authorized_keys and principals files are read up to MaxFileSize; longer
@@ -66,7 +68,7 @@
 //
 // No DNS: from= and AllowUsers host patterns match addresses only (as
 // with UseDNS no). Not implemented: AuthorizedKeysCommand,
-// AuthorizedPrincipalsCommand, RevokedKeys, keyboard-interactive, password
+// AuthorizedPrincipalsCommand, binary KRLs, keyboard-interactive, password
 // changes, multi-method AuthenticationMethods. permitlisten= and tunnel=
 // lines are refused (see above). Unknown users are answered like real
 // ones, but skip the file reads and the password callback.

@@ -96,6 +96,9 @@ func checkFlags(key ssh.PublicKey, sig *signature, g *grant) error {
 // acceptKey decides whether key (a plain key or a certificate) may log in
 // as the session's user.
 func (s *session) acceptKey(key ssh.PublicKey) (*grant, error) {
+	if err := s.checkRevoked(key); err != nil {
+		return nil, err
+	}
 	var g *grant
 	var err error
 	if c, ok := key.(*ssh.Certificate); ok {
