@@ -127,7 +127,7 @@ func (d *daemon) start(ctx context.Context) (*daemon, error) {
 		return d, err
 	}
 	d.cur, d.live = g, []*generation{g}
-	if err := d.listen(g.cfg.Addrs()); err != nil {
+	if err := d.listen(g.cfg.ListenNetwork(), g.cfg.Addrs()); err != nil {
 		g.retire()
 		return d, err
 	}
@@ -145,9 +145,9 @@ func (d *daemon) start(ctx context.Context) (*daemon, error) {
 	return d, nil
 }
 
-func (d *daemon) listen(addrs []string) error {
+func (d *daemon) listen(network string, addrs []string) error {
 	for _, a := range addrs {
-		l, err := net.Listen("tcp", a)
+		l, err := net.Listen(network, a)
 		if err != nil {
 			for _, o := range d.listeners {
 				o.Close()
@@ -196,6 +196,9 @@ func (d *daemon) accept(l net.Listener) {
 		if g == nil {
 			nc.Close()
 			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok && !g.cfg.TCPKeepAlive {
+			tc.SetKeepAlive(false)
 		}
 		d.stats.accepted.Add(1)
 		d.stats.active.Add(1)

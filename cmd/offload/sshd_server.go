@@ -64,7 +64,12 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		PermitRootLogin:     auth.RootLogin(c.PermitRootLogin),
 		AllowUsers:          c.AllowUsers,
 		IgnoreFileModes:     !c.StrictModes,
-		Logger:              log,
+
+		AuthorizedPrincipalsFile: c.AuthorizedPrincipalsFile,
+		PermitUserEnvironment:    c.PermitUserEnvironment,
+		PublicKeyAlgorithms:      setList(c, "PubkeyAcceptedAlgorithms", c.PubkeyAcceptedAlgorithms),
+		CASignatureAlgorithms:    setList(c, "CASignatureAlgorithms", c.CASignatureAlgorithms),
+		Logger:                   log,
 	}
 	if len(a.AuthorizedKeysFiles) == 0 {
 		a.AuthorizedKeysFiles = []string{"none"}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -17,6 +18,8 @@ const (
 	KexList
 	MACList
 	HostKeyAlgList
+	PubkeyList // PubkeyAcceptedAlgorithms: user keys and certificates
+	CASigList  // CASignatureAlgorithms: signatures of certificate authorities
 )
 
 type algTable struct {
@@ -58,6 +61,14 @@ var algTables = map[AlgList]*algTable{
 			"hmac-sha2-256-etm@openssh.com": {"hmac-sha256"},
 			"hmac-sha2-512-etm@openssh.com": {"hmac-sha512"},
 		},
+	},
+	PubkeyList: {
+		keyword: "PubkeyAcceptedAlgorithms", def: auth.DefaultPublicKeyAlgorithms,
+		supported: append(slices.Clone(auth.DefaultPublicKeyAlgorithms), "ssh-rsa", "ssh-rsa-cert-v01@openssh.com"),
+	},
+	CASigList: {
+		keyword: "CASignatureAlgorithms", def: auth.DefaultCASignatureAlgorithms,
+		supported: append(slices.Clone(auth.DefaultCASignatureAlgorithms), "ssh-rsa"),
 	},
 	HostKeyAlgList: {
 		keyword: "HostKeyAlgorithms", supported: transport.SupportedHostKeyAlgorithms(), def: transport.DefaultHostKeyAlgorithms(),

@@ -19,10 +19,14 @@ import (
 // into Defaults().
 type Config struct {
 	Ports              []int
+	AddressFamily      string   // any, inet, inet6
 	ListenAddresses    []string // "host" or "host:port", as written
 	HostKeys           []string // file paths or pkcs11: URIs
 	AuthorizedKeysFile []string // "none" turns authorized_keys files off
 	TrustedUserCAKeys  string   // "" for none
+	// AuthorizedPrincipalsFile lists the principals accepted in
+	// certificates from TrustedUserCAKeys ("" for none: the user name).
+	AuthorizedPrincipalsFile string
 
 	Ciphers           []string
 	KexAlgorithms     []string
@@ -31,17 +35,23 @@ type Config struct {
 
 	PasswordAuthentication bool
 	PubkeyAuthentication   bool
-	StrictModes            bool   // check modes and owners of authorized_keys and its directories
-	PermitRootLogin        string // yes, prohibit-password, forced-commands-only, no
-	AllowUsers             []string
-	MaxAuthTries           int
-	LoginGraceTime         time.Duration // 0: no limit
-	Banner                 string        // file path; "" for none
+	StrictModes            bool // check modes and owners of authorized_keys and its directories
+	PermitUserEnvironment  bool // honour authorized_keys environment= options
+	// PubkeyAcceptedAlgorithms and CASignatureAlgorithms are the user key
+	// and certificate-signing algorithms accepted.
+	PubkeyAcceptedAlgorithms []string
+	CASignatureAlgorithms    []string
+	PermitRootLogin          string // yes, prohibit-password, forced-commands-only, no
+	AllowUsers               []string
+	MaxAuthTries             int
+	LoginGraceTime           time.Duration // 0: no limit
+	Banner                   string        // file path; "" for none
 
 	MaxStartups         MaxStartups
 	MaxSessions         int
 	ClientAliveInterval time.Duration // 0: no keepalive probes
 	ClientAliveCountMax int
+	TCPKeepAlive        bool // TCP keepalives on client connections
 	Subsystems          []Subsystem
 	AcceptEnv           []string
 	AllowTCPForwarding  string // yes, all, no, local, remote
@@ -132,6 +142,8 @@ func (c *Config) Clone() *Config {
 	d.MACs = slices.Clone(c.MACs)
 	d.HostKeyAlgorithms = slices.Clone(c.HostKeyAlgorithms)
 	d.AllowUsers = slices.Clone(c.AllowUsers)
+	d.PubkeyAcceptedAlgorithms = slices.Clone(c.PubkeyAcceptedAlgorithms)
+	d.CASignatureAlgorithms = slices.Clone(c.CASignatureAlgorithms)
 	d.Subsystems = slices.Clone(c.Subsystems)
 	d.AcceptEnv = slices.Clone(c.AcceptEnv)
 	d.PKCS11Tokens = slices.Clone(c.PKCS11Tokens)
@@ -151,7 +163,7 @@ func (c *Config) Addrs() []string {
 	}
 	listen := c.ListenAddresses
 	if len(listen) == 0 {
-		listen = []string{""}
+		listen = []string{map[string]string{"inet": "0.0.0.0", "inet6": "::"}[c.AddressFamily]}
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -175,6 +187,18 @@ func (c *Config) Addrs() []string {
 		}
 	}
 	return out
+}
+
+// ListenNetwork is the network to listen on for AddressFamily: "tcp",
+// "tcp4" or "tcp6".
+func (c *Config) ListenNetwork() string {
+	switch c.AddressFamily {
+	case "inet":
+		return "tcp4"
+	case "inet6":
+		return "tcp6"
+	}
+	return "tcp"
 }
 
 // Policy returns the registry policy the provider keywords describe.

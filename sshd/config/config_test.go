@@ -57,12 +57,18 @@ func TestEveryKeyword(t *testing.T) {
 	text := `
 port 2222
 Port=2223
+AddressFamily inet
 ListenAddress 127.0.0.1
 ListenAddress [::1]:2200
 HostKey /etc/ssh/key
 HostKey "pkcs11:token=offload;object=host%20key?module-path=/usr/lib/softhsm/libsofthsm2.so"
 AuthorizedKeysFile .ssh/authorized_keys /etc/keys/%u
 TrustedUserCAKeys /etc/ssh/ca.pub
+AuthorizedPrincipalsFile /etc/ssh/principals/%u
+PermitUserEnvironment yes
+PubkeyAcceptedAlgorithms -sk-*,*-cert-v01@openssh.com
+CASignatureAlgorithms ssh-ed25519
+TCPKeepAlive no
 Ciphers aes128-gcm@openssh.com,chacha20-poly1305@openssh.com
 KexAlgorithms +ecdh-sha2-nistp256
 MACs -hmac-sha2-512*
@@ -101,11 +107,17 @@ CalibrationCache /var/cache/offload
 	c := parse(t, text)
 	want := &Config{
 		Ports:           []int{2222, 2223},
+		AddressFamily:   "inet",
 		ListenAddresses: []string{"127.0.0.1", "[::1]:2200"},
 		HostKeys: []string{"/etc/ssh/key",
 			"pkcs11:token=offload;object=host%20key?module-path=/usr/lib/softhsm/libsofthsm2.so"},
-		AuthorizedKeysFile:     []string{".ssh/authorized_keys", "/etc/keys/%u"},
-		TrustedUserCAKeys:      "/etc/ssh/ca.pub",
+		AuthorizedKeysFile:       []string{".ssh/authorized_keys", "/etc/keys/%u"},
+		TrustedUserCAKeys:        "/etc/ssh/ca.pub",
+		AuthorizedPrincipalsFile: "/etc/ssh/principals/%u",
+		PermitUserEnvironment:    true,
+		PubkeyAcceptedAlgorithms: []string{"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+			"ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256"},
+		CASignatureAlgorithms:  []string{"ssh-ed25519"},
 		Ciphers:                []string{"aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com"},
 		KexAlgorithms:          []string{"mlkem768x25519-sha256", "curve25519-sha256", "curve25519-sha256@libssh.org", "ecdh-sha2-nistp256"},
 		MACs:                   []string{"hmac-sha2-256-etm@openssh.com"},
@@ -160,7 +172,7 @@ func TestEveryKeywordIsTested(t *testing.T) {
 			t.Errorf("%s not found case-insensitively", k)
 		}
 	}
-	if len(Keywords()) != 36 {
+	if len(Keywords()) != 42 {
 		t.Errorf("%d keywords; update TestEveryKeyword and docs/configuration.md", len(Keywords()))
 	}
 }
@@ -415,5 +427,32 @@ func TestPortLimit(t *testing.T) {
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 257 || !strings.Contains(err.Error(), "more than 256 ports") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestCompatKeywords(t *testing.T) {
+	c := parse(t, "UsePAM no\nX11Forwarding no\nPrintMotd no\nSyslogFacility AUTH\nIgnoreRhosts yes\nProtocol 2\n")
+	var out strings.Builder
+	c.Print(&out)
+	if strings.Contains(out.String(), "usepam") || strings.Contains(out.String(), "syslogfacility") {
+		t.Errorf("compat keywords printed:\n%s", out.String())
+	}
+	for _, line := range []string{"UsePAM yes", "X11Forwarding yes", "KbdInteractiveAuthentication yes", "Protocol 1"} {
+		_, err := Parse("f", strings.NewReader(line+"\n"), nil)
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "only") {
+			t.Errorf("%q: %v", line, err)
+		}
+	}
+}
+
+func TestAddressFamily(t *testing.T) {
+	for fam, want := range map[string]string{"any": ":22", "inet": "0.0.0.0:22", "inet6": "[::]:22"} {
+		c := parse(t, "AddressFamily "+fam+"\n")
+		if got := c.Addrs(); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: Addrs = %v, want %s", fam, got, want)
+		}
+	}
+	if parse(t, "AddressFamily inet6\n").ListenNetwork() != "tcp6" || Defaults().ListenNetwork() != "tcp" {
+		t.Error("ListenNetwork")
 	}
 }

@@ -26,12 +26,14 @@ var keywords = []*keyword{
 		def: func(c *Config) { c.Ports = []int{DefaultPort} }, print: printPorts},
 	{name: "ListenAddress", multi: true, minArgs: 1, maxArgs: 1, set: setListenAddress,
 		def: func(c *Config) { c.ListenAddresses = nil }, print: printListen},
+	enumKW("AddressFamily", "any", func(c *Config) *string { return &c.AddressFamily }, []string{"any", "inet", "inet6"}, nil),
 	{name: "HostKey", multi: true, minArgs: 1, maxArgs: 1, set: setHostKey,
 		def: func(c *Config) { c.HostKeys = nil }, print: eachLine(func(c *Config) []string { return redactAll(c.HostKeys) })},
 	{name: "AuthorizedKeysFile", minArgs: 1, maxArgs: -1, set: setAuthorizedKeysFile,
 		def:   func(c *Config) { c.AuthorizedKeysFile = []string{".ssh/authorized_keys"} },
 		print: func(c *Config) [][]string { return [][]string{orNone(c.AuthorizedKeysFile)} }},
 	pathKW("TrustedUserCAKeys", func(c *Config) *string { return &c.TrustedUserCAKeys }),
+	pathKW("AuthorizedPrincipalsFile", func(c *Config) *string { return &c.AuthorizedPrincipalsFile }),
 	algKW("Ciphers", CipherList, func(c *Config) *[]string { return &c.Ciphers }),
 	algKW("KexAlgorithms", KexList, func(c *Config) *[]string { return &c.KexAlgorithms }),
 	algKW("MACs", MACList, func(c *Config) *[]string { return &c.MACs }),
@@ -39,6 +41,9 @@ var keywords = []*keyword{
 	boolKW("PasswordAuthentication", false, func(c *Config) *bool { return &c.PasswordAuthentication }),
 	boolKW("PubkeyAuthentication", true, func(c *Config) *bool { return &c.PubkeyAuthentication }),
 	boolKW("StrictModes", true, func(c *Config) *bool { return &c.StrictModes }),
+	boolKW("PermitUserEnvironment", false, func(c *Config) *bool { return &c.PermitUserEnvironment }),
+	algKW("PubkeyAcceptedAlgorithms", PubkeyList, func(c *Config) *[]string { return &c.PubkeyAcceptedAlgorithms }),
+	algKW("CASignatureAlgorithms", CASigList, func(c *Config) *[]string { return &c.CASignatureAlgorithms }),
 	enumKW("PermitRootLogin", DefaultPermitRootLogin, func(c *Config) *string { return &c.PermitRootLogin },
 		[]string{"yes", "prohibit-password", "forced-commands-only", "no"}, map[string]string{"without-password": "prohibit-password"}),
 	{name: "AllowUsers", multi: true, minArgs: 1, maxArgs: -1, set: setAllowUsers,
@@ -51,6 +56,7 @@ var keywords = []*keyword{
 	timeKW("LoginGraceTime", DefaultLoginGraceTime, func(c *Config) *time.Duration { return &c.LoginGraceTime }),
 	timeKW("ClientAliveInterval", 0, func(c *Config) *time.Duration { return &c.ClientAliveInterval }),
 	intKW("ClientAliveCountMax", 0, 1000, DefaultClientAliveCount, func(c *Config) *int { return &c.ClientAliveCountMax }),
+	boolKW("TCPKeepAlive", true, func(c *Config) *bool { return &c.TCPKeepAlive }),
 	{name: "Subsystem", multi: true, minArgs: 2, maxArgs: -1, set: setSubsystem,
 		def: func(c *Config) { c.Subsystems = []Subsystem{{Name: "sftp", Command: InternalSFTP}} }, print: printSubsystems},
 	{name: "AcceptEnv", multi: true, minArgs: 1, maxArgs: -1, set: setAcceptEnv,
@@ -89,14 +95,16 @@ var keywords = []*keyword{
 		print: func(c *Config) [][]string { return [][]string{{defaultIfEmpty(c.CalibrationCache)}} }},
 }
 
-// unsupported are sshd keywords offload knows but does not implement;
-// they get a clearer error than an unknown word.
-var unsupported = []string{"Match", "Include", "UsePAM", "X11Forwarding", "PrintMotd", "PermitTunnel",
-	"AllowAgentForwarding", "ChallengeResponseAuthentication", "KbdInteractiveAuthentication",
-	"GSSAPIAuthentication", "KerberosAuthentication", "UseDNS", "ChrootDirectory", "ForceCommand",
-	"DenyUsers", "AllowGroups", "DenyGroups", "PermitUserEnvironment", "AuthorizedKeysCommand",
-	"HostCertificate", "PermitOpen", "GatewayPorts", "Compression", "SyslogFacility",
-	"AddressFamily", "PermitEmptyPasswords", "PrintLastLog", "TCPKeepAlive"}
+// unsupported are sshd keywords offload does not implement at all; they
+// get a clearer error than an unknown word. (Those that can be turned off
+// are in compatKeywords.)
+var unsupported = []string{"Match", "Include", "ChrootDirectory", "ForceCommand", "DenyUsers", "AllowGroups",
+	"DenyGroups", "AuthorizedKeysCommand", "AuthorizedKeysCommandUser", "AuthorizedPrincipalsCommand",
+	"HostCertificate", "PermitOpen", "PermitListen", "X11DisplayOffset", "X11UseLocalhost", "XAuthLocation",
+	"HostKeyAgent", "RevokedKeys", "PubkeyAcceptedKeyTypes", "AuthenticationMethods", "ExposeAuthInfo", "VersionAddendum",
+	"StreamLocalBindMask", "StreamLocalBindUnlink", "IPQoS", "ModuliFile", "SecurityKeyProvider",
+	"ChannelTimeout", "UnusedConnectionTimeout", "RDomain", "DisableForwarding", "PerSourceMaxStartups",
+	"PerSourceNetBlockSize", "RequiredRSASize", "LogVerbose"}
 
 var (
 	// ErrUnknownKeyword is wrapped by the error for a word that is no keyword.
@@ -107,8 +115,8 @@ var (
 )
 
 var keywordIndex = func() map[string]*keyword {
-	m := make(map[string]*keyword, len(keywords))
-	for _, kw := range keywords {
+	m := make(map[string]*keyword, len(keywords)+len(compatKeywords))
+	for _, kw := range append(keywords[:len(keywords):len(keywords)], compatKeywords...) {
 		m[strings.ToLower(kw.name)] = kw
 	}
 	return m
