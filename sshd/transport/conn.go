@@ -100,7 +100,7 @@ func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
 func (c *Conn) KexCount() int {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.kexDone
+	return c.kexCount
 }
 
 // ReadPacket returns the next payload that is not a transport message. Key
@@ -178,7 +178,7 @@ func (c *Conn) WritePacket(payload []byte) error {
 		return c.werr
 	}
 	if c.writeNeedsRekey() {
-		c.logRekeyLocked("write")
+		c.logRekeyLocked("bytes_out", c.wr.bytes)
 		if err := c.sendKexInitLocked(); err != nil {
 			return err
 		}
@@ -228,14 +228,15 @@ func (c *Conn) checkReadRekey() error {
 	if c.kexPending || c.werr != nil {
 		return nil
 	}
-	c.logRekeyLocked("read")
+	c.logRekeyLocked("bytes_in", c.rd.bytes)
 	return c.sendKexInitLocked()
 }
 
-// logRekeyLocked notes why the server starts a key re-exchange.
-func (c *Conn) logRekeyLocked(side string) {
-	c.srv.log.Debug("transport: starting key re-exchange", "remote", c.nc.RemoteAddr().String(), "trigger", side,
-		"bytes_in", c.rd.bytes, "bytes_out", c.wr.bytes, "timer", c.rekeyDue.Load())
+// logRekeyLocked notes why the server starts a key re-exchange: the
+// byte count of the side that hit its limit, or the timer.
+func (c *Conn) logRekeyLocked(side string, n uint64) {
+	c.srv.log.Debug("transport: starting key re-exchange", "remote", c.nc.RemoteAddr().String(),
+		side, n, "timer", c.rekeyDue.Load())
 }
 
 // Disconnect sends SSH_MSG_DISCONNECT with reason and message, then closes

@@ -267,11 +267,10 @@ func (c *Conn) switchRead(rc packetCipher, cs *cipherSpec) {
 
 // finishKex releases the queued packets and arms the time limit.
 func (c *Conn) finishKex() {
-	c.kexCount++
 	c.rekeyDue.Store(false)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.kexDone = c.kexCount
+	c.kexCount++ // written under wmu: sendKexInitLocked reads it
 	c.kexPending = false
 	if c.kexTimer != nil {
 		c.kexTimer.Stop()
