@@ -111,8 +111,8 @@ type Config struct {
 	// on in perm.Permissions.Environment; otherwise they are dropped.
 	PermitUserEnvironment bool
 
-	// PublicKeyAlgorithms and CASignatureAlgorithms override the
-	// defaults above.
+	// PublicKeyAlgorithms and CASignatureAlgorithms, when not empty,
+	// replace the defaults above.
 	PublicKeyAlgorithms   []string
 	CASignatureAlgorithms []string
 
@@ -211,10 +211,10 @@ func (s *settings) fillDefaults() {
 	if s.root == "" {
 		s.root = RootProhibitPassword
 	}
-	if s.keyAlgos == nil {
+	if len(s.keyAlgos) == 0 {
 		s.keyAlgos = DefaultPublicKeyAlgorithms
 	}
-	if s.caAlgos == nil {
+	if len(s.caAlgos) == 0 {
 		s.caAlgos = DefaultCASignatureAlgorithms
 	}
 	s.fillFuncs()
