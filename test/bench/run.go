@@ -113,6 +113,9 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 		specs[i] = sv.spec
 		byName[sv.spec.Name] = sv
 	}
+	if err := warmUp(ctx, b, servers, o, log); err != nil {
+		return err
+	}
 	plan := makePlan(o.Settings, specs, o.kinds)
 	cases := map[string]*Case{}
 	for round := range o.Rounds {
@@ -132,6 +135,29 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 	rep.Machine.LoadAfter = loadAverage()
 	rep.Finished = time.Now().UTC()
 	return ctx.Err()
+}
+
+// warmUp connects once per server and cipher before anything is timed:
+// offload calibrates a cipher's candidates on its first use, inside that
+// connection's key exchange, and neither that nor OpenSSH's first exec of
+// a cold binary belongs in the figures. A server that cannot serve a
+// cipher at all fails the run here, before an hour of measurements.
+func warmUp(ctx context.Context, b *bench, servers []*server, o *options, log io.Writer) error {
+	for _, sv := range servers {
+		for _, c := range append(append([]string{}, o.Ciphers...), o.XferCipher) {
+			if !sv.spec.Pipe(c) {
+				continue
+			}
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			_, err := runCmd(wctx, b.c.sshArgs(sv.port, c, "true"), nil, nil)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("bench: warm-up of %s with %s failed (server log: %s): %w", sv.spec.Name, c, sv.logTail(400), err)
+			}
+		}
+		fmt.Fprintf(log, "bench: %s warmed up\n", sv.spec.Name)
+	}
+	return nil
 }
 
 func caseFor(cases map[string]*Case, rep *Report, tk task, server string) *Case {
