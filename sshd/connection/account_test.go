@@ -1,10 +1,13 @@
 package connection
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/offload/offload/sshd/perm"
 )
 
 func TestShellFromPasswd(t *testing.T) {
@@ -100,5 +103,46 @@ func TestRing(t *testing.T) {
 	all := make([]byte, r.len())
 	if n := r.read(all); n != len(all) || r.len() != 0 {
 		t.Errorf("ring drained %d of %d", n, len(all))
+	}
+}
+
+// TestRunAsNobody runs a session for the "nobody" account when the tests
+// run as root: the child must get nobody's uid, gid and groups, "/" as
+// its directory (nobody's home does not exist) and nobody's environment.
+func TestRunAsNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch users")
+	}
+	if _, err := lookupAccount("nobody", 0); err != nil {
+		t.Skipf("no nobody account: %v", err)
+	}
+	c := startClient(t, nil, &perm.Permissions{User: "nobody"})
+	ch := run(t, c, `echo "$(id -u) $(id -g) $(id -G) $(pwd) $USER $HOME"`, nil)
+	out := strings.TrimSpace(ch.stdout.String())
+	a, _ := lookupAccount("nobody", 0)
+	want := fmt.Sprintf("%d %d", a.uid, a.gid)
+	if !strings.HasPrefix(out, want+" ") || !strings.HasSuffix(out, " / nobody "+a.home) {
+		t.Errorf("as nobody: %q (stderr %q), want %q ... / nobody %s", out, ch.stderr.String(), want, a.home)
+	}
+	if strings.Contains(out, " 0 ") {
+		t.Errorf("root group kept: %q", out)
+	}
+}
+
+// TestPTYAsNobody checks the terminal is handed to the user.
+func TestPTYAsNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch users")
+	}
+	if _, err := lookupAccount("nobody", 0); err != nil {
+		t.Skipf("no nobody account: %v", err)
+	}
+	c := startClient(t, nil, &perm.Permissions{User: "nobody"})
+	ch := c.session(t)
+	ch.req("pty-req", true, ptyPayload("xterm", 80, 24, nil))
+	ch.exec(`stat -c '%U %a' "$(tty)"; id -un`)
+	ch.waitClosed(t)
+	if out := ch.stdout.String(); !strings.Contains(out, "nobody 620") {
+		t.Errorf("tty owner and mode: %q", out)
 	}
 }

@@ -96,9 +96,10 @@ func (f *fixture) start(t *testing.T, conn *connection.Config) {
 	t.Helper()
 	ak := filepath.Join(f.dir, "authorized_keys")
 	cfg := &sshd.Config{
-		Auth:   &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true},
-		Conn:   conn,
-		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Auth:        &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true},
+		Conn:        conn,
+		MaxStartups: 100,
+		Logger:      slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	srv, err := sshd.NewServer(cfg)
 	if err != nil {
@@ -173,13 +174,18 @@ func (f *fixture) tool(t *testing.T, name string, stdin string, args ...string) 
 	return string(out), err
 }
 
-// dial logs in with x/crypto/ssh.
-func (f *fixture) dial(t *testing.T) *ssh.Client {
-	t.Helper()
-	c, err := ssh.Dial("tcp", "127.0.0.1:"+f.port, &ssh.ClientConfig{
+// dialErr logs in with x/crypto/ssh; safe from any goroutine.
+func (f *fixture) dialErr() (*ssh.Client, error) {
+	return ssh.Dial("tcp", "127.0.0.1:"+f.port, &ssh.ClientConfig{
 		User: f.user, Auth: []ssh.AuthMethod{ssh.PublicKeys(f.signer)},
 		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second,
 	})
+}
+
+// dial logs in with x/crypto/ssh.
+func (f *fixture) dial(t *testing.T) *ssh.Client {
+	t.Helper()
+	c, err := f.dialErr()
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

@@ -46,3 +46,32 @@ func TestXSSHExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestManyConnections runs a session on each of many connections at once.
+func TestManyConnections(t *testing.T) {
+	f := newFixture(t, nil)
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			c, err := f.dialErr()
+			if err != nil {
+				t.Errorf("dial %d: %v", i, err)
+				return
+			}
+			defer c.Close()
+			s, err := c.NewSession()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			s.Setenv("SHLVL", "1")
+			out, err := s.Output(fmt.Sprintf("echo %d", i))
+			if err != nil || string(out) != fmt.Sprintf("%d\n", i) {
+				t.Errorf("connection %d: %q %v", i, out, err)
+			}
+		})
+	}
+	wg.Wait()
+}
