@@ -41,6 +41,8 @@ type Config struct {
 	// hour, negative: never).
 	RekeyLimit    uint64
 	RekeyInterval time.Duration
+	// KexTimeout bounds a key re-exchange (0: transport.DefaultKexTimeout).
+	KexTimeout time.Duration
 
 	// LoginGraceTime bounds the handshake and user authentication (0:
 	// DefaultLoginGraceTime, negative: no limit).
@@ -119,7 +121,8 @@ func (s *settings) transportConfig() *transport.Config {
 		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
 		ServerSigAlgs: serverSigAlgs(s.Auth),
 		Version:       s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
-		Logger: s.log,
+		KexTimeout: s.KexTimeout,
+		Logger:     s.log,
 	}
 }
 

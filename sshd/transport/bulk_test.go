@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -181,5 +182,25 @@ func BenchmarkTransportUpload(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRekeyInterval: the server starts an exchange once RekeyInterval has
+// passed, at the next packet.
+func TestRekeyInterval(t *testing.T) {
+	ts := newTestServer(t, &Config{RekeyInterval: 50 * time.Millisecond})
+	cl, _ := ts.dial(t, clientConfig("", "", "", ""))
+	for i := 0; i < 3; i++ {
+		if ok, _, err := cl.SendRequest("echo", true, nil); !ok || err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c, err := ts.lastConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.KexCount() >= 3 }) {
+		t.Fatalf("%d key exchanges after 300 ms at a 50 ms interval", c.KexCount())
 	}
 }
