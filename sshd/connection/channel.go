@@ -40,6 +40,7 @@ type channel struct {
 	ctlBuf []byte
 
 	reqs     chan requestMsg
+	reqBytes atomic.Int64 // payload bytes queued in reqs
 	reqsOnce sync.Once
 
 	stdout, stderr dataWriter

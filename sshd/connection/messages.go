@@ -16,7 +16,8 @@ const (
 	extDataHeaderLen      = 13 // msg, channel, type, length
 	extendedDataStderr    = 1
 	maxRequestTypeLen     = 64
-	maxQueuedRequests     = 32
+	maxQueuedRequests     = 256     // OpenSSH with SendEnv=* sends one env per variable
+	maxQueuedReqBytes     = 1 << 20 // bytes of pending requests per channel
 	maxGlobalRequestTypes = 128
 )
 

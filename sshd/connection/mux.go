@@ -278,6 +278,9 @@ func (m *mux) channelRequest(c *channel, p []byte) error {
 		}
 		return nil
 	}
+	if c.reqBytes.Add(int64(len(r.payload))) > maxQueuedReqBytes {
+		return protoErr(int64(c.id), nil, "more than %d bytes of channel requests pending", maxQueuedReqBytes)
+	}
 	select {
 	case c.reqs <- r:
 		return nil

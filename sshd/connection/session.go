@@ -51,6 +51,7 @@ func (m *mux) serveSession(c *channel, _ []byte) {
 		return
 	}
 	for r := range c.reqs {
+		c.reqBytes.Add(-int64(len(r.payload)))
 		ok := s.handle(r)
 		c.reply(r, ok)
 		s.runPending()

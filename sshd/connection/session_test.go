@@ -2,6 +2,7 @@ package connection
 
 import (
 	"bytes"
+	"fmt"
 	"os/user"
 	"slices"
 	"strings"
@@ -171,4 +172,30 @@ func TestSecondExecRefused(t *testing.T) {
 	}
 	ch.sendEOF()
 	ch.waitClosed(t)
+}
+
+// TestEnvBurst sends many env requests without waiting, as OpenSSH does
+// with SendEnv=*: none may overflow the request queue.
+func TestEnvBurst(t *testing.T) {
+	c := startClient(t, &Config{AcceptEnv: []string{"B*"}}, self(t))
+	ch := c.session(t)
+	for i := range 200 {
+		ch.req("env", false, wire.AppendString(wire.AppendString(nil, fmt.Sprintf("B%d", i)), "v"))
+	}
+	out := run2(t, ch, "echo $B0 $B63")
+	if out != "v v\n" {
+		t.Errorf("output %q", out)
+	}
+	c.checkFaults(t)
+}
+
+// run2 execs on an open channel and returns stdout.
+func run2(t *testing.T, ch *cchan, cmd string) string {
+	t.Helper()
+	if !ch.exec(cmd) {
+		t.Fatalf("exec %q refused", cmd)
+	}
+	ch.sendEOF()
+	ch.waitClosed(t)
+	return ch.stdout.String()
 }
