@@ -112,37 +112,36 @@ func startDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) (*daemon
 	d := &daemon{o: o, log: log, metrics: provider.NewMetrics(), hup: make(chan os.Signal, 1)}
 	// From here on SIGHUP waits for the loop instead of killing the process.
 	signal.Notify(d.hup, syscall.SIGHUP)
-	d, err := d.start(ctx)
-	if err != nil {
+	if err := d.start(ctx); err != nil {
 		signal.Stop(d.hup)
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(ctx context.Context) (*daemon, error) {
+func (d *daemon) start(ctx context.Context) error {
 	o, log := d.o, d.log
 	g, err := loadGeneration(ctx, o, d.metrics, log)
 	if err != nil {
-		return d, err
+		return err
 	}
 	d.cur, d.live = g, []*generation{g}
 	if err := d.listen(g.cfg.ListenNetwork(), g.cfg.Addrs()); err != nil {
 		g.retire()
-		return d, err
+		return err
 	}
 	if g.cfg.MetricsAddress != "" {
 		if d.metricsAddr, err = metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
 			d.stop(0)
-			return d, fmt.Errorf("MetricsAddress: %w", err)
+			return fmt.Errorf("MetricsAddress: %w", err)
 		}
 	}
 	if d.removePid, err = writePidFile(g.cfg.PidFile); err != nil {
 		d.stop(0)
-		return d, err
+		return err
 	}
 	log.Info("offload sshd started", "pid", os.Getpid(), "hostkeys", configSummary(g.cfg, g.keys))
-	return d, nil
+	return nil
 }
 
 func (d *daemon) listen(network string, addrs []string) error {
