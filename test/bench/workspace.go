@@ -28,8 +28,6 @@ type workspace struct {
 	PinFile        string // SoftHSM user PIN, when a token was made
 	SoftHSMConf    string
 	Token          string // token label
-
-	madePrivsepDir string // /run/sshd, when the harness had to create it
 }
 
 // workBase is the parent of the workspace. Not /tmp: sshd-style
@@ -133,8 +131,9 @@ func (w *workspace) writeKnownHosts(host string, ports []int) error {
 // privsepDir is the directory OpenSSH's sshd insists on at start.
 const privsepDir = "/run/sshd"
 
-// ensurePrivsepDir creates /run/sshd when it is missing (as the
-// openssh-server package does at boot) and remembers to remove it.
+// ensurePrivsepDir creates /run/sshd when it is missing, as the
+// openssh-server package does at boot. It is left in place afterwards:
+// any other sshd started meanwhile needs it for every connection.
 func (w *workspace) ensurePrivsepDir() error {
 	if _, err := os.Stat(privsepDir); err == nil {
 		return nil
@@ -142,7 +141,6 @@ func (w *workspace) ensurePrivsepDir() error {
 	if err := os.Mkdir(privsepDir, 0o755); err != nil {
 		return fmt.Errorf("bench: OpenSSH sshd needs %s: %w", privsepDir, err)
 	}
-	w.madePrivsepDir = privsepDir
 	return nil
 }
 
@@ -171,13 +169,9 @@ func (w *workspace) makeToken(ctx context.Context, util string) error {
 	return nil
 }
 
-// remove deletes the workspace and /run/sshd if the harness made it.
+// remove deletes the workspace.
 func (w *workspace) remove() error {
-	var errs []error
-	if w.madePrivsepDir != "" {
-		errs = append(errs, os.Remove(w.madePrivsepDir))
-	}
-	errs = append(errs, os.RemoveAll(w.Dir))
+	err := os.RemoveAll(w.Dir)
 	os.Remove(w.Base) // only when empty: another run may be using it
-	return errors.Join(errs...)
+	return err
 }
