@@ -42,8 +42,8 @@ func TestBulk(t *testing.T) {
 	ts := newTestServer(t, &Config{})
 	n := bulkSize()
 	for _, cm := range cipherMACCombos() {
-		if cm[1] == "hmac-sha2-256-etm@openssh.com" && !longTest() && cm[0] != "aes128-ctr" {
-			continue // the other MAC pairings are covered by the matrix
+		if !longTest() && cm[0] == "aes256-ctr" && cm[1] != "hmac-sha2-512-etm@openssh.com" {
+			continue // the other MAC pairings are covered by aes128-ctr and the matrix
 		}
 		t.Run(cm[0]+"/"+cm[1], func(t *testing.T) {
 			cl, reqs := ts.dial(t, clientConfig("curve25519-sha256", cm[0], cm[1], "ssh-ed25519"))

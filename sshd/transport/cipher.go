@@ -16,7 +16,7 @@ type packetCipher interface {
 	// room for tagLen bytes.
 	seal(seq uint32, pkt []byte) []byte
 	// decryptLength returns packet_length from the first 4 bytes of a
-	// packet without changing them.
+	// packet. Only encrypt-and-MAC modes change them (decrypting in place).
 	decryptLength(seq uint32, hdr []byte) uint32
 	// open authenticates pkt (length, body, tag) and decrypts the body in
 	// place, returning it. The MAC is checked before anything is decrypted.
@@ -25,7 +25,7 @@ type packetCipher interface {
 	// blockLen is the padding alignment.
 	blockLen() int
 	// lengthAligned reports whether packet_length counts toward the
-	// alignment (true only without encryption; AEAD and EtM modes leave
+	// alignment (cleartext and encrypt-and-MAC; AEAD and EtM modes leave
 	// the length out).
 	lengthAligned() bool
 	// Close releases the primitives (a token session, say).
@@ -50,6 +50,8 @@ func newPacketCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k dire
 		return newChachaCipher(reg, cs, k)
 	case cs.stream != "" && ms != nil && ms.etm:
 		return newEtMCipher(reg, cs, ms, k)
+	case cs.stream != "" && ms != nil:
+		return newEaMCipher(reg, cs, ms, k)
 	}
 	return nil, fmt.Errorf("transport: cannot assemble cipher %s", cs.name)
 }

@@ -1,0 +1,72 @@
+package transport
+
+import (
+	"crypto/cipher"
+	"crypto/subtle"
+	"encoding/binary"
+	"hash"
+
+	"github.com/offload/offload/provider"
+)
+
+// eamCipher is a stream cipher (aes-ctr) with the original
+// encrypt-and-MAC HMAC of RFC 4253 §6.4 (hmac-sha2-256, hmac-sha2-512):
+// the whole packet, length included, is encrypted, and the MAC covers the
+// sequence number and the cleartext packet. The length must be decrypted
+// to know how much to read, so decryptLength works in place; the MAC is
+// still checked before the payload is handed on.
+type eamCipher struct {
+	stream cipher.Stream
+	mac    hash.Hash
+	tagN   int
+	seq    [4]byte
+	sum    [64]byte
+}
+
+func newEaMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directionKeys) (*eamCipher, error) {
+	e, err := newEtMCipher(reg, cs, ms, k)
+	if err != nil {
+		return nil, err
+	}
+	return &eamCipher{stream: e.stream, mac: e.mac, tagN: e.tagN}, nil
+}
+
+func (c *eamCipher) macOf(seq uint32, msg []byte) []byte {
+	binary.BigEndian.PutUint32(c.seq[:], seq)
+	c.mac.Reset()
+	c.mac.Write(c.seq[:])
+	c.mac.Write(msg)
+	return c.mac.Sum(c.sum[:0])
+}
+
+func (c *eamCipher) seal(seq uint32, pkt []byte) []byte {
+	tag := c.macOf(seq, pkt)
+	c.stream.XORKeyStream(pkt, pkt)
+	return append(pkt, tag...)
+}
+
+// decryptLength decrypts the length in place: the keystream moves on by
+// four bytes, and open continues from there.
+func (c *eamCipher) decryptLength(_ uint32, hdr []byte) uint32 {
+	c.stream.XORKeyStream(hdr[:4], hdr[:4])
+	return binary.BigEndian.Uint32(hdr)
+}
+
+func (c *eamCipher) open(seq uint32, pkt []byte) ([]byte, error) {
+	if len(pkt) < 4+c.tagN {
+		return nil, errShortPacket
+	}
+	n := len(pkt) - c.tagN
+	c.stream.XORKeyStream(pkt[4:n], pkt[4:n])
+	if subtle.ConstantTimeCompare(c.macOf(seq, pkt[:n]), pkt[n:]) != 1 {
+		return nil, ErrMAC
+	}
+	return pkt[4:n], nil
+}
+
+func (c *eamCipher) tagLen() int         { return c.tagN }
+func (c *eamCipher) blockLen() int       { return 16 }
+func (c *eamCipher) lengthAligned() bool { return true }
+func (c *eamCipher) Close() error        { return releaseAll(c.stream, c.mac) }
+
+var _ packetCipher = (*eamCipher)(nil)
