@@ -13,8 +13,10 @@
 // from registry primitives: aes128/256-gcm@openssh.com from an AEAD,
 // chacha20-poly1305@openssh.com from the "chacha20" keystream and
 // "poly1305", aes128/256-ctr with hmac-sha2-256/512-etm@openssh.com from a
-// stream and a MAC. MACs are checked in constant time before anything is
-// decrypted; a bad MAC ends the connection with SSH_DISCONNECT_MAC_ERROR.
+// stream and a MAC. EtM MACs are checked in constant time before anything
+// is decrypted; the older encrypt-and-MAC hmac-sha2-256/512 must decrypt
+// first (RFC 4253 §6.4) and check before the payload is used. A bad MAC
+// ends the connection with SSH_DISCONNECT_MAC_ERROR.
 //
 // # Key exchange
 //
