@@ -3,6 +3,8 @@
 # a SoftHSM token.
 #
 #   ./scripts/run.sh            (or: make run)
+#   ./scripts/run.sh --smoke    the same, then log in with ssh and sftp once,
+#                               stop the server and exit 0 on success (for CI)
 #
 # It installs SoftHSM and the OpenSSH client when missing (as root with
 # apt-get; otherwise it says what to install), builds bin/offload, makes a
@@ -22,6 +24,12 @@
 # STATE/pin itself (PKCS11PinSource).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+smoke=false
+case "${1:-}" in
+--smoke) smoke=true ;;
+"") ;;
+*) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
+esac
 root=$(pwd)
 state=${OFFLOAD_STATE:-$root/state}
 mkdir -p "$state"
@@ -246,7 +254,29 @@ serve() {
 	wait_listening "$pid" || { wait "$pid" || true; die "offload sshd did not start"; }
 	known_hosts
 	print_commands
+	if $smoke; then
+		smoke_test "$pid"
+		return
+	fi
 	wait "$pid"
+}
+
+# smoke_test PID: run a command over ssh and a listing over sftp with the
+# printed commands' options, then stop the server.
+smoke_test() {
+	local user opts rc=0
+	user=$(id -un)
+	opts=(-i "$client" -o UserKnownHostsFile="$state/known_hosts" -o StrictHostKeyChecking=yes
+		-o BatchMode=yes -o IdentitiesOnly=yes)
+	say "smoke test: ssh"
+	out=$(ssh -p "$port" "${opts[@]}" "$user@127.0.0.1" echo offload-smoke-ok) || rc=1
+	[ "$out" = offload-smoke-ok ] || rc=1
+	say "smoke test: sftp"
+	echo "ls $state" | sftp -P "$port" "${opts[@]}" -b - "$user@127.0.0.1" >/dev/null || rc=1
+	kill -TERM "$1"
+	wait "$1" || rc=1
+	if [ $rc -eq 0 ]; then say "smoke test passed"; else say "smoke test FAILED"; fi
+	return $rc
 }
 
 install_tools
