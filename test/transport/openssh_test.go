@@ -334,3 +334,23 @@ func TestOpenSSHRekeyMidTransfer(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSSHStrictKexAndExtInfo: the OpenSSH client reports strict kex
+// ordering and receives EXT_INFO with server-sig-algs.
+func TestOpenSSHStrictKexAndExtInfo(t *testing.T) {
+	f := newFixture(t, &sshd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := f.command(ctx, nil, "true")
+	cmd.Args = append([]string{cmd.Args[0], "-vvv"}, cmd.Args[1:]...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ssh: %v\n%s", err, out)
+	}
+	for _, want := range []string{"will use strict KEX ordering", "SSH2_MSG_EXT_INFO received",
+		"server-sig-algs=<ssh-ed25519,", "rsa-sha2-256>"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("client log lacks %q", want)
+		}
+	}
+}
