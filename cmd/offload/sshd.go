@@ -60,7 +60,7 @@ func (c countFlag) IsBoolFlag() bool { return true }
 func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 	o := &sshdOptions{}
 	fs := newFlagSet("sshd", stderr)
-	fs.StringVar(&o.file, "f", "", "configuration file (default "+DefaultSshdConfig+" when it exists)")
+	fs.StringVar(&o.file, "f", "", "configuration `file` (default "+DefaultSshdConfig+" when it exists)")
 	fs.Var(&o.overrides, "o", "`Keyword=value` override; wins over the file; repeatable")
 	fs.Var(&o.ports, "p", "`port` to listen on, replacing the file's Port lines; repeatable")
 	fs.BoolVar(&o.test, "t", false, "check the configuration and that the host keys open, then exit")

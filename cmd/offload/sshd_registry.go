@@ -63,6 +63,10 @@ func openPKCS11(c *config.Config, log *slog.Logger) (provider.Provider, error) {
 	if c.PKCS11Module == "" && len(tokens) == 0 {
 		return nil, nil
 	}
+	if c.PKCS11Module == "" && tokens[0].Module() == "" {
+		return nil, fmt.Errorf("%s needs a PKCS #11 module: set PKCS11Module, or module-path= (or module-name=) in the URI",
+			provider.RedactRef(tokens[0].String()))
+	}
 	p, err := pkcs11.Open(pkcs11.Config{
 		ModulePath: c.PKCS11Module, Tokens: tokens, PINSource: c.PKCS11PinSource, Logger: log,
 	})

@@ -83,6 +83,10 @@ func TestSshdCheckMissingHostKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no HostKey") {
 		t.Fatalf("no host key: err = %v", err)
 	}
+	_, _, err = runSshd("-t", "-o", "CalibrationCache=none", "-o", "HostKey=pkcs11:token=t;object=k")
+	if err == nil || !strings.Contains(err.Error(), "needs a PKCS #11 module: set PKCS11Module") {
+		t.Fatalf("token key without module: err = %v", err)
+	}
 }
 
 func TestSshdCheckOverride(t *testing.T) {
