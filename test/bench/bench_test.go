@@ -367,3 +367,28 @@ func TestMachineParsers(t *testing.T) {
 		t.Errorf("parseLoadAvg = %v", got)
 	}
 }
+
+func TestRemoveStale(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name, owner string) string {
+		d := filepath.Join(base, name)
+		os.Mkdir(d, 0o700)
+		if owner != "" {
+			os.WriteFile(filepath.Join(d, ownerFile), []byte(owner), 0o600)
+		}
+		return d
+	}
+	dead := mk("run-dead", "999999999")
+	live := mk("run-live", itoa2(os.Getpid()))
+	noOwner := mk("run-noowner", "")
+	other := mk("keep-me", "999999999")
+	removeStale(base)
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Error("stale workspace of a dead harness was kept")
+	}
+	for _, d := range []string{live, noOwner, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -53,8 +54,12 @@ func newWorkspace(ctx context.Context, t *tools) (*workspace, error) {
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	removeStale(base)
 	dir, err := os.MkdirTemp(base, "run-")
 	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	w := &workspace{
@@ -94,6 +99,33 @@ func keygen(ctx context.Context, prog, path string) error {
 		return fmt.Errorf("bench: ssh-keygen: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// ownerFile holds the pid of the harness that owns a workspace.
+const ownerFile = "owner.pid"
+
+// removeStale deletes workspaces whose harness is gone without cleaning
+// up (killed with SIGKILL, say); its servers died with it (Pdeathsig).
+// Workspaces without an owner file, or whose owner lives, are left alone.
+func removeStale(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "run-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || processExists(pid) {
+			continue
+		}
+		os.RemoveAll(d)
+	}
+}
+
+// processExists reports whether pid names a live process.
+func processExists(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return err == nil
 }
 
 // writePayload fills the payload file with size pseudo-random bytes, so
