@@ -205,7 +205,11 @@ func (d *daemon) accept(l net.Listener) {
 			defer d.conns.Done()
 			defer g.wg.Done()
 			defer d.stats.active.Add(-1)
-			g.srv.ServeConn(&countedConn{Conn: nc, stats: &d.stats})
+			cc := &countedConn{Conn: nc, stats: &d.stats}
+			start := time.Now()
+			g.srv.ServeConn(cc)
+			d.log.Debug("connection ended", "remote", nc.RemoteAddr().String(), "duration", time.Since(start),
+				"bytes_in", cc.rx.Load(), "bytes_out", cc.tx.Load())
 		}()
 	}
 }

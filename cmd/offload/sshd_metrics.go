@@ -21,20 +21,24 @@ type daemonStats struct {
 	rx, tx                                  atomic.Uint64 // bytes on the wire, all connections
 }
 
-// countedConn counts the bytes a connection reads and writes into stats.
+// countedConn counts the bytes a connection reads and writes, its own
+// and into the daemon's totals.
 type countedConn struct {
 	net.Conn
-	stats *daemonStats
+	stats  *daemonStats
+	rx, tx atomic.Uint64
 }
 
 func (c *countedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	c.rx.Add(uint64(n))
 	c.stats.rx.Add(uint64(n))
 	return n, err
 }
 
 func (c *countedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
+	c.tx.Add(uint64(n))
 	c.stats.tx.Add(uint64(n))
 	return n, err
 }
