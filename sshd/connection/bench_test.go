@@ -4,7 +4,11 @@ import (
 	"context"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/pkg/sftp"
 
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
@@ -92,4 +96,36 @@ func BenchmarkSessionUpload(b *testing.B) {
 	}
 	ch.sendEOF()
 	ch.waitClosed(b)
+}
+
+// BenchmarkSFTPGet reads a 16 MiB file through the in-process SFTP
+// server with pkg/sftp's client (concurrent reads, as OpenSSH's sftp).
+func BenchmarkSFTPGet(b *testing.B) {
+	c := startClient(b, nil, self(b))
+	ch, err := c.open("session", 8<<20, 32768, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ch.req("subsystem", true, wire.AppendString(nil, "sftp"))
+	sc, err := sftp.NewClientPipe(ch, ch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sc.Close()
+	path := filepath.Join(b.TempDir(), "f")
+	if err := os.WriteFile(path, make([]byte, 16<<20), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(16 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := sc.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
 }
