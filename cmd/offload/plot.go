@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Plot layout, in SVG user units.
@@ -135,13 +136,10 @@ func drawSpeedPlot(w io.Writer, rep *speedReport) error {
 // plotSubtitle names the machine the figures come from.
 func plotSubtitle(rep *speedReport) string {
 	lines := rep.Build.lines()
-	if len(lines) == 0 {
-		return ""
-	}
-	s := lines[0]
 	if len(lines) > 1 {
-		s += "; " + lines[1]
+		lines = lines[1:] // the version line says least about the machine
 	}
+	s := strings.Join(lines, "; ")
 	if len(s) > 140 {
 		s = s[:140] + "..."
 	}
