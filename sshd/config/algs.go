@@ -60,6 +60,8 @@ var algTables = map[AlgList]*algTable{
 		primitives: map[string][]string{
 			"hmac-sha2-256-etm@openssh.com": {"hmac-sha256"},
 			"hmac-sha2-512-etm@openssh.com": {"hmac-sha512"},
+			"hmac-sha2-256":                 {"hmac-sha256"},
+			"hmac-sha2-512":                 {"hmac-sha512"},
 		},
 	},
 	PubkeyList: {

@@ -7,9 +7,12 @@
 // One "Keyword arguments" line per setting; "Keyword=arguments" works
 // too. Keywords are case-insensitive. '#' starts a comment at the start of
 // a line or of an argument. Double or single quotes keep blanks inside an
-// argument and a backslash escapes the next character. Match and Include
-// are rejected as not supported; so is any other sshd keyword offload does
-// not implement, with an error naming it.
+// argument and a backslash escapes the next character. Include reads other
+// files (glob patterns, relative to the including file) in place of its
+// line. Match is rejected as not supported; so is any other sshd keyword
+// offload does not implement, with an error naming it; OpenSSH keywords
+// for absent features are accepted when they turn the feature off
+// (X11Forwarding no).
 //
 // # Precedence
 //

@@ -98,7 +98,7 @@ var keywords = []*keyword{
 // unsupported are sshd keywords offload does not implement at all; they
 // get a clearer error than an unknown word. (Those that can be turned off
 // are in compatKeywords.)
-var unsupported = []string{"Match", "Include", "ChrootDirectory", "ForceCommand", "DenyUsers", "AllowGroups",
+var unsupported = []string{"Match", "Include" /* in -o; files handle it */, "ChrootDirectory", "ForceCommand", "DenyUsers", "AllowGroups",
 	"DenyGroups", "AuthorizedKeysCommand", "AuthorizedKeysCommandUser", "AuthorizedPrincipalsCommand",
 	"HostCertificate", "PermitOpen", "PermitListen", "X11DisplayOffset", "X11UseLocalhost", "XAuthLocation",
 	"HostKeyAgent", "RevokedKeys", "PubkeyAcceptedKeyTypes", "AuthenticationMethods", "ExposeAuthInfo", "VersionAddendum",
@@ -141,6 +141,9 @@ func unknownKeyword(name string) error {
 		if strings.EqualFold(u, name) {
 			if strings.EqualFold(name, "Match") {
 				return fmt.Errorf("Match blocks are %w", ErrUnsupported)
+			}
+			if strings.EqualFold(name, "Include") {
+				return fmt.Errorf("Include in a -o option is %w (only in files)", ErrUnsupported)
 			}
 			return ErrUnsupported
 		}

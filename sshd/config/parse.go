@@ -72,7 +72,8 @@ func Parse(name string, r io.Reader, overrides []string) (*Config, error) {
 		}
 	}
 	if r != nil {
-		if err := c.readFile(name, r, fromCmd); err != nil {
+		rd := &reader{c: c, fromCmd: fromCmd}
+		if err := rd.read(name, r, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -80,13 +81,28 @@ func Parse(name string, r io.Reader, overrides []string) (*Config, error) {
 	return c, nil
 }
 
-func (c *Config) readFile(name string, r io.Reader, fromCmd map[string]bool) error {
+// read applies the lines of one file; Include lines read other files in
+// their place.
+func (rd *reader) read(name string, r io.Reader, depth int) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLineLength)
 	n := 0
 	for sc.Scan() {
 		n++
-		if kw, err := c.applyLine(sc.Text(), fromCmd); err != nil {
+		if inc, args, err := isInclude(sc.Text()); inc {
+			if err == nil {
+				err = rd.include(name, args, depth)
+			}
+			var le *LineError
+			if err != nil && !errors.As(err, &le) {
+				err = &LineError{File: name, Line: n, Keyword: "Include", Err: err}
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if kw, err := rd.c.applyLine(sc.Text(), rd.fromCmd); err != nil {
 			return &LineError{File: name, Line: n, Keyword: kw, Err: err}
 		}
 	}
