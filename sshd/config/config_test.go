@@ -458,3 +458,36 @@ func TestAddressFamily(t *testing.T) {
 		t.Error("ListenNetwork")
 	}
 }
+
+func TestMaxStartupsDrop(t *testing.T) {
+	m := MaxStartups{Start: 10, Rate: 30, Full: 100}
+	fixed := func(v int) func() int { return func() int { return v } }
+	cases := []struct {
+		pending, roll int
+		drop          bool
+	}{
+		{0, 0, false}, {9, 0, false}, // below start: never
+		{10, 29, true}, {10, 30, false}, // at start: rate percent
+		{55, 64, true}, {55, 65, false}, // half way: 30 + 70/2
+		{99, 98, true}, {100, 99, true}, {500, 99, true}, // full: always
+	}
+	for _, tc := range cases {
+		if got := m.Drop(tc.pending, fixed(tc.roll)); got != tc.drop {
+			t.Errorf("Drop(%d) with roll %d = %v, want %v", tc.pending, tc.roll, got, tc.drop)
+		}
+	}
+	hard := MaxStartups{Start: 5, Rate: 100, Full: 5} // "MaxStartups 5"
+	if hard.Drop(4, nil) || !hard.Drop(5, nil) {
+		t.Error("bare limit")
+	}
+	// With the real random source, about Rate percent drop at Start.
+	n := 0
+	for range 10000 {
+		if m.Drop(10, nil) {
+			n++
+		}
+	}
+	if n < 2500 || n > 3500 {
+		t.Errorf("%d of 10000 dropped at start, want about 3000", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -129,6 +130,25 @@ type MaxStartups struct {
 }
 
 func (m MaxStartups) String() string { return fmt.Sprintf("%d:%d:%d", m.Start, m.Rate, m.Full) }
+
+// Drop decides, as sshd does, whether a new connection is refused when
+// pending unauthenticated connections are already open: never below
+// Start, always from Full on, and in between with a probability rising
+// linearly from Rate percent. percent returns a uniform integer in
+// [0, 100); nil means math/rand/v2.
+func (m MaxStartups) Drop(pending int, percent func() int) bool {
+	if pending < m.Start || m.Full <= 0 {
+		return false
+	}
+	if pending >= m.Full {
+		return true
+	}
+	if percent == nil {
+		percent = func() int { return rand.IntN(100) }
+	}
+	p := m.Rate + (100-m.Rate)*(pending-m.Start)/max(m.Full-m.Start, 1)
+	return percent() < p
+}
 
 // ParseMaxStartups parses "start:rate:full" or a bare "full".
 func ParseMaxStartups(s string) (MaxStartups, error) {
