@@ -108,8 +108,9 @@ func (m *mux) loop() error {
 	for {
 		p, err := m.pc.ReadPacket()
 		if err != nil {
-			if cerr := m.ctl.err(); cerr != nil {
-				return cerr
+			var pe *ProtocolError
+			if errors.As(m.ctl.err(), &pe) { // why the connection was cut
+				return pe
 			}
 			return err
 		}
