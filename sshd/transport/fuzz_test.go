@@ -132,7 +132,11 @@ func FuzzHandshake(f *testing.F) {
 	pw.write(append([]byte{30, 0, 0, 0, 32}, bytes.Repeat([]byte{9}, 32)...))
 	pw.write([]byte{21})
 	f.Add(seed.Bytes())
+	f.Add(seed.Bytes()[len("SSH-2.0-fuzz\r\n"):])
 	f.Fuzz(func(t *testing.T, in []byte) {
+		if !bytes.HasPrefix(in, []byte("SSH-")) {
+			in = append([]byte("SSH-2.0-fuzz\r\n"), in...) // spend the effort on packets
+		}
 		c, err := srv.Handshake(&scriptConn{r: bytes.NewReader(in)})
 		if err == nil {
 			c.Close()
