@@ -124,6 +124,13 @@ host_key() {
 		say "reusing the host key $uri"
 		return
 	fi
+	# A key left by an interrupted run: use it rather than make a second
+	# one under the same label.
+	if has_command keys && bin/offload keys pub "$uri?module-path=$module&pin-source=$state/pin" >"$state/hostkey.pub" 2>/dev/null; then
+		say "reusing the host key $uri"
+		touch "$state/hostkey.done"
+		return
+	fi
 	say "generating the ed25519 host key $uri in the token"
 	if has_command keys; then
 		bin/offload keys generate -type ed25519 "$uri?module-path=$module&pin-source=$state/pin" >"$state/hostkey.pub"
