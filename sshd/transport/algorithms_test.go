@@ -103,3 +103,29 @@ func TestDefaultCipherOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestOfferDropsDenied: an algorithm denied by the policy is not offered.
+func TestOfferDropsDenied(t *testing.T) {
+	reg := testRegistry(t)
+	deny, err := provider.ParseDenyList("aes128-gcm,chacha20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.SetPolicy(provider.Policy{Deny: deny}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(&Config{Registry: reg, HostKeys: allHostKeys(t)[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, ciphers, _ := srv.Offer()
+	if slices.Contains(ciphers, "aes128-gcm@openssh.com") || slices.Contains(ciphers, "chacha20-poly1305@openssh.com") {
+		t.Fatalf("offer %v includes denied ciphers", ciphers)
+	}
+	if !slices.Contains(ciphers, "aes256-gcm@openssh.com") {
+		t.Fatalf("offer %v lost aes256-gcm", ciphers)
+	}
+	if _, err := NewServer(&Config{Registry: reg, HostKeys: allHostKeys(t)[:1], Ciphers: []string{"aes128-gcm@openssh.com"}}); err == nil {
+		t.Fatal("a server offering only a denied cipher was created")
+	}
+}

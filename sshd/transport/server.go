@@ -137,6 +137,49 @@ func (s *Server) setOffer(cfg *Config) error {
 			}
 		}
 	}
+	return s.dropUnavailable()
+}
+
+// dropUnavailable removes from the offer the algorithms whose registry
+// primitives no provider may serve (denied, or excluded by the policy),
+// so that a client is never offered what the server cannot build.
+func (s *Server) dropUnavailable() error {
+	lists := []struct {
+		what  string
+		names *[]string
+		needs func(string) []string
+	}{
+		{"key exchange", &s.offer.kex, func(n string) []string { k := findKex(n); return []string{k.hash, k.agree, k.kem} }},
+		{"cipher", &s.offer.ciphers, func(n string) []string {
+			c := findCipher(n)
+			return []string{c.aead, c.stream, c.keyStream, c.oneTimeMAC}
+		}},
+		{"MAC", &s.offer.macs, func(n string) []string { return []string{findMAC(n).hmac} }},
+	}
+	for _, l := range lists {
+		*l.names = slices.DeleteFunc(*l.names, func(n string) bool {
+			err := s.servable(l.needs(n))
+			if err != nil {
+				s.log.Warn("transport: not offering an algorithm no provider can serve", "algorithm", n, "err", err)
+			}
+			return err != nil
+		})
+		if len(*l.names) == 0 {
+			return fmt.Errorf("transport: no %s can be served by the registry's providers", l.what)
+		}
+	}
+	return nil
+}
+
+func (s *Server) servable(algs []string) error {
+	for _, a := range algs {
+		if a == "" {
+			continue
+		}
+		if _, err := s.reg.Explain(a); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
