@@ -9,7 +9,18 @@ import (
 	"github.com/offload/offload/test/hostile/rawclient"
 )
 
-var ciphers = []string{rawclient.AES128GCM, rawclient.ChaCha, rawclient.AES128CTR}
+// suite is a cipher (and MAC) the raw client can speak.
+type suite struct {
+	name string
+	opts rawclient.KexOptions
+}
+
+var suites = []suite{
+	{rawclient.AES128GCM, rawclient.KexOptions{Cipher: rawclient.AES128GCM}},
+	{rawclient.ChaCha, rawclient.KexOptions{Cipher: rawclient.ChaCha}},
+	{rawclient.AES128CTR + "+etm", rawclient.KexOptions{Cipher: rawclient.AES128CTR, MAC: rawclient.HMACETM}},
+	{rawclient.AES128CTR + "+" + rawclient.HMACEaM, rawclient.KexOptions{Cipher: rawclient.AES128CTR, MAC: rawclient.HMACEaM}},
+}
 
 // ignoreMsg is an SSH_MSG_IGNORE payload of n bytes in total.
 func ignoreMsg(n int) []byte {
@@ -76,8 +87,8 @@ func padField(pkt []byte, pad byte) []byte {
 // around the broken field.
 func TestFramingEncrypted(t *testing.T) {
 	e := newEnv(t, nil)
-	for _, c := range ciphers {
-		o := &rawclient.KexOptions{Cipher: c}
+	for _, su := range suites {
+		c, o := su.name, &su.opts
 		e.run(c+"/bad-mac", func(t *testing.T) {
 			rc := e.keyed(t, o)
 			pkt := rc.Seal(rawclient.Packet(ignoreMsg(27), rc.Padding(27)))

@@ -12,14 +12,14 @@ import (
 // and a session channel.
 func TestRawClientLogin(t *testing.T) {
 	srv := harness.Start(t, nil)
-	for _, c := range ciphers {
-		t.Run(c, func(t *testing.T) {
+	for _, su := range suites {
+		t.Run(su.name, func(t *testing.T) {
 			rc, err := rawclient.Dial(srv.Addr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rc.Close()
-			o := &rawclient.KexOptions{Cipher: c}
+			o := &su.opts
 			if err := rc.Handshake(o); err != nil {
 				t.Fatal(err)
 			}

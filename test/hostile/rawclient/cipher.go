@@ -21,6 +21,9 @@ const (
 	ChaCha    = "chacha20-poly1305@openssh.com"
 	AES128CTR = "aes128-ctr"
 	HMACETM   = "hmac-sha2-256-etm@openssh.com"
+	// HMACEaM is the encrypt-and-MAC hmac-sha2-256 (RFC 4253 §6.4),
+	// used with AES128CTR.
+	HMACEaM = "hmac-sha2-256"
 )
 
 // ErrMAC is returned for a packet from the server that fails authentication.
@@ -38,6 +41,9 @@ type packetCipher interface {
 	open(seq uint32, pkt []byte) ([]byte, error)
 	tagLen() int
 	blockLen() int
+	// lengthAligned reports whether the length field counts toward the
+	// block alignment of the packet.
+	lengthAligned() bool
 }
 
 // keyMaterial is the derived material of one direction.
@@ -56,13 +62,19 @@ func sizes(name string) (iv, key, mac int, err error) {
 	return 0, 0, 0, fmt.Errorf("rawclient: unsupported cipher %q", name)
 }
 
-func newCipher(name string, k keyMaterial) (packetCipher, error) {
-	switch name {
-	case AES128GCM:
+func newCipher(name, mac string, k keyMaterial) (packetCipher, error) {
+	switch {
+	case name == AES128GCM:
 		return newGCM(k)
-	case ChaCha:
+	case name == ChaCha:
 		return newChaCha(k)
-	case AES128CTR:
+	case name == AES128CTR && mac == HMACEaM:
+		c, err := newCTR(k)
+		if err != nil {
+			return nil, err
+		}
+		return &ctrEaM{ctrETM: *c}, nil
+	case name == AES128CTR:
 		return newCTR(k)
 	}
 	return nil, fmt.Errorf("rawclient: unsupported cipher %q", name)
@@ -76,8 +88,9 @@ func (noneCipher) length(_ uint32, h []byte) uint32 { return binary.BigEndian.Ui
 func (noneCipher) open(_ uint32, p []byte) ([]byte, error) {
 	return p[4:], nil
 }
-func (noneCipher) tagLen() int   { return 0 }
-func (noneCipher) blockLen() int { return 8 }
+func (noneCipher) tagLen() int         { return 0 }
+func (noneCipher) blockLen() int       { return 8 }
+func (noneCipher) lengthAligned() bool { return true }
 
 // gcm is aes128-gcm@openssh.com: the length is in the clear and
 // authenticated; the nonce is a 4-byte fixed part and a 64-bit counter.
@@ -122,8 +135,9 @@ func (g *gcm) open(_ uint32, pkt []byte) ([]byte, error) {
 	return body, nil
 }
 
-func (g *gcm) tagLen() int   { return 16 }
-func (g *gcm) blockLen() int { return 16 }
+func (g *gcm) tagLen() int         { return 16 }
+func (g *gcm) blockLen() int       { return 16 }
+func (g *gcm) lengthAligned() bool { return false }
 
 // chachaPoly is chacha20-poly1305@openssh.com: K_2 (first 32 bytes)
 // encrypts the body, K_1 (last 32) the length; the nonce is the sequence
@@ -185,8 +199,9 @@ func (c *chachaPoly) open(seq uint32, pkt []byte) ([]byte, error) {
 	return body, nil
 }
 
-func (c *chachaPoly) tagLen() int   { return 16 }
-func (c *chachaPoly) blockLen() int { return 8 }
+func (c *chachaPoly) tagLen() int         { return 16 }
+func (c *chachaPoly) blockLen() int       { return 8 }
+func (c *chachaPoly) lengthAligned() bool { return false }
 
 // ctrETM is aes128-ctr with hmac-sha2-256-etm@openssh.com: the length is
 // in the clear, the MAC covers sequence number, length and ciphertext.
@@ -230,5 +245,36 @@ func (c *ctrETM) open(seq uint32, pkt []byte) ([]byte, error) {
 	return body, nil
 }
 
-func (c *ctrETM) tagLen() int   { return 32 }
-func (c *ctrETM) blockLen() int { return 16 }
+func (c *ctrETM) tagLen() int         { return 32 }
+func (c *ctrETM) blockLen() int       { return 16 }
+func (c *ctrETM) lengthAligned() bool { return false }
+
+// ctrEaM is aes128-ctr with the encrypt-and-MAC hmac-sha2-256: the MAC
+// covers the sequence number and the cleartext packet, and the whole
+// packet, length included, is encrypted.
+type ctrEaM struct{ ctrETM }
+
+func (c *ctrEaM) seal(seq uint32, pkt []byte) []byte {
+	tag := c.sum(seq, pkt)
+	out := append([]byte(nil), pkt...)
+	c.s.XORKeyStream(out, out)
+	return append(out, tag...)
+}
+
+// length decrypts the length field in place; open continues the
+// keystream after it.
+func (c *ctrEaM) length(_ uint32, h []byte) uint32 {
+	c.s.XORKeyStream(h[:4], h[:4])
+	return binary.BigEndian.Uint32(h)
+}
+
+func (c *ctrEaM) open(seq uint32, pkt []byte) ([]byte, error) {
+	n := len(pkt) - 32
+	c.s.XORKeyStream(pkt[4:n], pkt[4:n])
+	if subtle.ConstantTimeCompare(c.sum(seq, pkt[:n]), pkt[n:]) != 1 {
+		return nil, ErrMAC
+	}
+	return pkt[4:n], nil
+}
+
+func (c *ctrEaM) lengthAligned() bool { return true }

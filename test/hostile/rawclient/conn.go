@@ -101,12 +101,11 @@ func (c *Conn) ReadServerVersion() (string, error) {
 // the current write cipher.
 func (c *Conn) Padding(n int) int {
 	a := c.w.blockLen()
-	pad := a - (5+n)%a
-	if _, ok := c.w.(noneCipher); !ok {
-		// The AEAD and EtM ciphers leave the length field out of the
-		// alignment.
-		pad = a - (1+n)%a
+	l := 1 + n
+	if c.w.lengthAligned() {
+		l += 4
 	}
+	pad := a - l%a
 	if pad < 4 {
 		pad += a
 	}

@@ -11,7 +11,8 @@
 //     marker kex-strict-c-v00@openssh.com; the host-key signature over
 //     the exchange hash is verified with x/crypto/ssh;
 //   - the packet ciphers aes128-gcm@openssh.com, chacha20-poly1305@openssh.com
-//     and aes128-ctr with hmac-sha2-256-etm@openssh.com;
+//     and aes128-ctr with hmac-sha2-256-etm@openssh.com or the
+//     encrypt-and-MAC hmac-sha2-256;
 //   - publickey user authentication with an ssh.Signer;
 //   - session channels (open, exec, data, window adjust).
 //

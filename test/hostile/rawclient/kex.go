@@ -29,6 +29,8 @@ type KexOptions struct {
 	NoStrict bool
 	// Cipher is the only cipher offered (default AES128GCM).
 	Cipher string
+	// MAC is the only MAC offered, used with AES128CTR (default HMACETM).
+	MAC string
 	// HostKeyAlgorithms default to ed25519, ECDSA and RSA-SHA2.
 	HostKeyAlgorithms []string
 	// NoSeqReset announces strict kex but keeps counting the sequence
@@ -42,6 +44,13 @@ func (o *KexOptions) cipher() string {
 		return AES128GCM
 	}
 	return o.Cipher
+}
+
+func (o *KexOptions) mac() string {
+	if o == nil || o.MAC == "" {
+		return HMACETM
+	}
+	return o.MAC
 }
 
 // KexInit is a decoded KEXINIT.
@@ -92,7 +101,7 @@ func (c *Conn) KexInitPayload(o *KexOptions) []byte {
 		hk = o.HostKeyAlgorithms
 	}
 	cs := []string{o.cipher()}
-	macs := []string{HMACETM}
+	macs := []string{o.mac()}
 	none := []string{"none"}
 	p := []byte{wire.MsgKexInit}
 	var cookie [16]byte
@@ -217,11 +226,12 @@ func (c *Conn) deriveCiphers(K, H []byte) error {
 	derive := func(letter byte, n int) []byte { return deriveKey(K, H, letter, c.SessionID, n) }
 	cs := keyMaterial{iv: derive('A', ivN), key: derive('C', keyN), mac: derive('E', macN)}
 	sc := keyMaterial{iv: derive('B', ivN), key: derive('D', keyN), mac: derive('F', macN)}
-	w, err := newCipher(c.kex.cipher, cs)
+	mac := c.kex.opts.mac()
+	w, err := newCipher(c.kex.cipher, mac, cs)
 	if err != nil {
 		return err
 	}
-	rd, err := newCipher(c.kex.cipher, sc)
+	rd, err := newCipher(c.kex.cipher, mac, sc)
 	if err != nil {
 		return err
 	}
