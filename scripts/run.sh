@@ -148,7 +148,11 @@ host_key() {
 
 # --- client key ------------------------------------------------------------
 client_key() {
-	for k in "$HOME/.ssh/id_ed25519" "$HOME/.ssh/id_ecdsa" "$HOME/.ssh/id_rsa"; do
+	local candidates=("$HOME/.ssh/id_ed25519" "$HOME/.ssh/id_ecdsa" "$HOME/.ssh/id_rsa")
+	if $smoke; then
+		candidates=() # --smoke uses its own key: yours may want a passphrase
+	fi
+	for k in "${candidates[@]}"; do
 		if [ -f "$k" ] && [ -f "$k.pub" ]; then
 			client="$k"
 			return
