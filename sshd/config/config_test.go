@@ -491,3 +491,22 @@ func TestMaxStartupsDrop(t *testing.T) {
 		t.Errorf("%d of 10000 dropped at start, want about 3000", n)
 	}
 }
+
+// TestReferenceDocumentsEveryKeyword keeps docs/configuration.md in step
+// with the keyword table.
+func TestReferenceDocumentsEveryKeyword(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Keywords() {
+		if !strings.Contains(string(b), "| "+k+" |") {
+			t.Errorf("docs/configuration.md has no table row for %s", k)
+		}
+	}
+	for _, kw := range compatKeywords {
+		if !strings.Contains(string(b), "`"+kw.name) {
+			t.Errorf("docs/configuration.md does not mention %s", kw.name)
+		}
+	}
+}
