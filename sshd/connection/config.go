@@ -81,8 +81,11 @@ type Config struct {
 	Subsystems map[string]string
 	// SFTPHelper is the argv of the child that serves internal-sftp when
 	// privileges must change (server is root, user is not). Default:
-	// this executable with "sftp-server"; that command must call
-	// SFTPServerMain.
+	// this executable, re-executed with OFFLOAD_INTERNAL_SFTP=1 in its
+	// environment, which makes this package's init serve SFTP on stdin
+	// and stdout before main runs (no command-line support needed). A
+	// command given here must serve SFTP on its stdio (SFTPServerMain, or
+	// a system sftp-server).
 	SFTPHelper []string
 	// ClientAliveInterval, when positive, sends keepalive@openssh.com
 	// after that long without traffic from the peer and disconnects after
@@ -97,6 +100,7 @@ type Config struct {
 type settings struct {
 	Config
 	window, maxPacket uint32
+	selfHelper        bool // SFTPHelper re-executes this program
 }
 
 func (c *Config) settings() *settings {
@@ -118,6 +122,7 @@ func (c *Config) settings() *settings {
 	if len(s.SFTPHelper) == 0 {
 		if exe, err := os.Executable(); err == nil {
 			s.SFTPHelper = []string{exe, "sftp-server"}
+			s.selfHelper = true
 		}
 	}
 	return s

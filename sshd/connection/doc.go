@@ -70,9 +70,9 @@
 // privilege change is needed (server uid equals the user's uid) it runs in
 // process over the channel, its replies batched into full packets. A Go
 // process cannot switch identity for one goroutine, so otherwise it runs
-// in a child process with the user's credentials: Config.SFTPHelper
-// (default: this executable with the argument "sftp-server", whose main
-// must call SFTPServerMain).
+// in a child process with the user's credentials: Config.SFTPHelper,
+// by default this executable re-executed with OFFLOAD_INTERNAL_SFTP=1,
+// which this package's init turns into an SFTP server on stdio.
 //
 // # Forwarding
 //

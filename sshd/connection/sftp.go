@@ -49,6 +49,9 @@ func (s *session) sftpHelper(a *account) error {
 	}
 	c := &exec.Cmd{Path: argv[0], Args: argv}
 	s.prepare(c, a, nil)
+	if s.m.cfg.selfHelper {
+		c.Env = append(c.Env, sftpHelperEnv+"=1")
+	}
 	saved := s.pty
 	s.pty = nil // SFTP speaks binary: never on a terminal
 	defer func() { s.pty = saved }()
@@ -105,10 +108,29 @@ func (t *sftpStream) Write(p []byte) (int, error) {
 // maxHeldHeader bounds what sftpStream holds back.
 const maxHeldHeader = 64
 
-// SFTPServerMain serves SFTP on standard input and output until EOF. The
-// command named by Config.SFTPHelper (by default "offload sftp-server")
-// must call it; the connection layer starts it as the user, in the
-// user's home directory.
+// sftpHelperEnv marks a re-executed program as an SFTP helper.
+const sftpHelperEnv = "OFFLOAD_INTERNAL_SFTP"
+
+// init turns a program re-executed as the SFTP helper into one before
+// its main runs: the connection layer started it as the user, in the
+// user's home directory, with the channel on stdin and stdout. The
+// variable is set only by the server and grants nothing: the helper runs
+// with the identity it was started with.
+func init() {
+	if os.Getenv(sftpHelperEnv) != "1" {
+		return
+	}
+	os.Unsetenv(sftpHelperEnv)
+	if err := SFTPServerMain(); err != nil {
+		os.Stderr.WriteString("offload sftp helper: " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// SFTPServerMain serves SFTP on standard input and output until EOF, for
+// programs that name themselves in Config.SFTPHelper (the default helper
+// needs no such call: see init).
 func SFTPServerMain() error {
 	srv, err := sftp.NewServer(stdio{})
 	if err != nil {

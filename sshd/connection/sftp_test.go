@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 
 	"github.com/pkg/sftp"
+
+	"github.com/offload/offload/sshd/perm"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -101,5 +104,50 @@ func TestUnknownSubsystem(t *testing.T) {
 	ch := c.session(t)
 	if ch.req("subsystem", true, wire.AppendString(nil, "nope")) {
 		t.Errorf("unknown subsystem accepted")
+	}
+}
+
+// TestSFTPHelperAsNobody serves SFTP to the nobody account from a root
+// server: the helper child runs as nobody, so files it creates belong to
+// nobody and root's files are out of reach.
+func TestSFTPHelperAsNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch users")
+	}
+	a, err := lookupAccount("nobody", 0)
+	if err != nil {
+		t.Skipf("no nobody account: %v", err)
+	}
+	// The helper must be executable by nobody: copy this test binary to
+	// a directory everyone may enter.
+	dir, err := os.MkdirTemp("", "offload-sftp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	exe, _ := os.Executable()
+	bin, _ := os.ReadFile(exe)
+	helper := filepath.Join(dir, "helper")
+	if err := os.WriteFile(helper, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("root only"), 0o600)
+	cfg := &Config{SFTPHelper: []string{"/usr/bin/env", sftpHelperEnv + "=1", helper}}
+	c := startClient(t, cfg, &perm.Permissions{User: "nobody"})
+	sc := sftpClient(t, c)
+	f, err := sc.Create(filepath.Join(dir, "made"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	f.Close()
+	st, err := os.Stat(filepath.Join(dir, "made"))
+	if err != nil || st.Sys().(*syscall.Stat_t).Uid != a.uid {
+		t.Errorf("file made through SFTP: %v, owner %v, want uid %d", err, st.Sys(), a.uid)
+	}
+	if _, err := sc.Open(secret); err == nil {
+		t.Errorf("nobody read a root-only file over SFTP")
 	}
 }
