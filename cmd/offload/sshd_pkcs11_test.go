@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -50,6 +52,14 @@ func TestSshdPKCS11HostKey(t *testing.T) {
 	}
 	if strings.Contains(out, tok.PIN) {
 		t.Error("PIN printed")
+	}
+	// A pin sends bulk crypto to the token.
+	out, _, err = runSshd("-T", "-f", cfg, "-o", "ProviderMap=aes128-gcm=pkcs11")
+	if err != nil {
+		t.Fatalf("-T with a pin: %v", err)
+	}
+	if !strings.Contains(out, "# cipher aes128-gcm@openssh.com: aes128-gcm by pkcs11 (pinned to \"pkcs11\")") {
+		t.Errorf("-T does not show the pinned token cipher:\n%s", out)
 	}
 
 	// A wrong PIN fails the check with a clear error that holds no PIN.
@@ -93,5 +103,32 @@ func TestSshdPKCS11Reload(t *testing.T) {
 	}
 	if d.stats.reloads.Load() != 2 {
 		t.Fatalf("reloads = %d", d.stats.reloads.Load())
+	}
+}
+
+// TestSshdPKCS11Cipher serves a session whose packet cipher runs in the
+// token (ProviderMap aes128-gcm=pkcs11) and checks the metrics saw it.
+func TestSshdPKCS11Cipher(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "sshd-cipher")
+	dir := t.TempDir()
+	cc, ak := clientFor(t, dir)
+	cc.Config.Ciphers = []string{"aes128-gcm@openssh.com"}
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nStrictModes no\nAuthorizedKeysFile "+ak+
+		"\nPKCS11Token "+tok.TokenURI()+"\nProviderMap aes128-gcm=pkcs11\nCiphers aes128-gcm@openssh.com\n")
+	d, _, _ := startTestDaemon(t, cfg)
+	c, err := ssh.Dial("tcp", d.listeners[0].Addr().String(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEcho(t, c)
+	c.Close()
+	var seals uint64
+	for _, s := range d.metrics.Snapshot() {
+		if s.Provider == "pkcs11" && s.Algorithm == "aes128-gcm" && s.Op == "seal" {
+			seals += s.Ops
+		}
+	}
+	if seals == 0 {
+		t.Errorf("no aes128-gcm seals counted for pkcs11: %+v", d.metrics.Snapshot())
 	}
 }
