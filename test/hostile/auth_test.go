@@ -3,6 +3,10 @@ package hostile
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/rsa"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -14,6 +18,59 @@ import (
 
 // maxAuthTries is the hostile server's MaxAuthTries.
 const maxAuthTries = 4
+
+// TestRSASHA1Refused authorizes an RSA key and logs in with it: a SHA-1
+// ("ssh-rsa") signature must be refused, rsa-sha2-256 accepted.
+func TestRSASHA1Refused(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaKey, err := ssh.NewSignerFromSigner(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *sshd.Config) {
+		path := filepath.Join(t.TempDir(), "authorized_keys")
+		if err := os.WriteFile(path, ssh.MarshalAuthorizedKey(rsaKey.PublicKey()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := *c.Auth
+		a.AuthorizedKeysFiles = append([]string{path}, a.AuthorizedKeysFiles...)
+		c.Auth = &a
+	})
+	login := func(t *testing.T, algo string) error {
+		rc := e.keyed(t, nil)
+		if err := rc.RequestService("ssh-userauth"); err != nil {
+			t.Fatal(err)
+		}
+		req, err := rc.PublicKeyRequestAlgo(e.srv.User, rsaKey, algo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.WritePacket(req)
+		p, err := rc.Next()
+		if err != nil {
+			return err
+		}
+		if p[0] != wire.MsgUserAuthSuccess {
+			return fmt.Errorf("message %d", p[0])
+		}
+		return nil
+	}
+	e.run("ssh-rsa-sha1", func(t *testing.T) {
+		if err := login(t, ssh.KeyAlgoRSA); err == nil {
+			t.Error("RSA/SHA-1 signature accepted")
+		} else {
+			t.Logf("refused: %v", err)
+		}
+	})
+	e.run("rsa-sha2-256", func(t *testing.T) {
+		if err := login(t, ssh.KeyAlgoRSASHA256); err != nil {
+			t.Errorf("rsa-sha2-256 refused: %v", err)
+		}
+	})
+}
 
 func strangerKey(t *testing.T) ssh.Signer {
 	_, k, err := ed25519.GenerateKey(rand.Reader)

@@ -44,6 +44,22 @@ func kexUpTo(t *testing.T, rc *rawclient.Conn, o *rawclient.KexOptions, step kex
 	}
 }
 
+// kexInitWith returns the KEXINIT payload p with name-list field
+// replaced by list.
+func kexInitWith(p []byte, field int, list []string) []byte {
+	r := wire.NewReader(p[17:])
+	lists := make([][]string, 10)
+	for i := range lists {
+		lists[i] = r.NameList("list")
+	}
+	lists[field] = list
+	out := bytes.Clone(p[:17])
+	for _, l := range lists {
+		out = wire.AppendNameList(out, l)
+	}
+	return append(out, r.Rest()...)
+}
+
 var serviceRequest = wire.AppendString([]byte{wire.MsgServiceRequest}, "ssh-userauth")
 
 // TestKeyExchange sends messages the key exchange must refuse.
@@ -111,6 +127,25 @@ func TestKeyExchange(t *testing.T) {
 		rc.WritePacket(ch.DataPacket([]byte("too early")))
 		expectDisconnect(t, rc, wire.DisconnectProtocolError)
 	})
+	for _, c := range []struct {
+		name  string
+		field int // index of the name-list in KEXINIT
+		list  []string
+	}{
+		{"no-common-kex", 0, []string{"diffie-hellman-group1-sha1"}},
+		{"no-common-hostkey", 1, []string{"ssh-dss", "ssh-rsa"}},
+		{"no-common-cipher", 2, []string{"3des-cbc", "aes128-cbc", "arcfour"}},
+		{"no-common-mac", 4, []string{"hmac-md5", "hmac-sha1"}},
+		{"no-common-compression", 6, []string{"zlib"}},
+		{"empty-kex-list", 0, nil},
+	} {
+		e.run(c.name, func(t *testing.T) {
+			rc := e.versioned(t)
+			o := &rawclient.KexOptions{Cipher: rawclient.AES128CTR}
+			rc.WritePacket(kexInitWith(rc.KexInitPayload(o), c.field, c.list))
+			expectDisconnect(t, rc, wire.DisconnectKeyExchangeFailed)
+		})
+	}
 	e.run("kex-message-outside-kex", func(t *testing.T) {
 		rc := e.keyed(t, nil)
 		rc.WritePacket(wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 32)))

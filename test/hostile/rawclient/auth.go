@@ -3,6 +3,7 @@ package rawclient
 import (
 	"crypto/rand"
 	"fmt"
+	"io"
 
 	"golang.org/x/crypto/ssh"
 
@@ -33,17 +34,29 @@ func PasswordRequest(user, password string) []byte {
 }
 
 // PublicKeyRequest builds a signed publickey USERAUTH_REQUEST for this
-// session.
+// session, with the key's default signature algorithm.
 func (c *Conn) PublicKeyRequest(user string, s ssh.Signer) ([]byte, error) {
+	return c.PublicKeyRequestAlgo(user, s, "")
+}
+
+// PublicKeyRequestAlgo is PublicKeyRequest with the signature algorithm
+// algo ("ssh-rsa" for RSA with SHA-1, "rsa-sha2-256", ...); "" means the
+// key type and the signer's default.
+func (c *Conn) PublicKeyRequestAlgo(user string, s ssh.Signer, algo string) ([]byte, error) {
 	pub := s.PublicKey()
-	algo := pub.Type()
+	sign := s.Sign
+	if algo == "" {
+		algo = pub.Type()
+	} else if as, ok := s.(ssh.AlgorithmSigner); ok {
+		sign = func(r io.Reader, data []byte) (*ssh.Signature, error) { return as.SignWithAlgorithm(r, data, algo) }
+	}
 	fields := wire.AppendBool(nil, true)
 	fields = wire.AppendString(fields, algo)
 	fields = wire.AppendBytes(fields, pub.Marshal())
 	unsigned := AuthRequest(user, "publickey", fields)
 	data := wire.AppendBytes(nil, c.SessionID)
 	data = append(data, unsigned...)
-	sig, err := s.Sign(rand.Reader, data)
+	sig, err := sign(rand.Reader, data)
 	if err != nil {
 		return nil, err
 	}
