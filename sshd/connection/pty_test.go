@@ -111,3 +111,17 @@ func TestParseModes(t *testing.T) {
 		t.Errorf("parseModes = %v, %v", ms, err)
 	}
 }
+
+// TestPTYModesApplied sends ECHO off and VINTR=^B and reads them back.
+func TestPTYModesApplied(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	ch := c.session(t)
+	modes := []byte{53, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0} // ECHO 0, VINTR 2 (^B)
+	ch.req("pty-req", true, ptyPayload("xterm", 80, 24, modes))
+	ch.exec("stty -a")
+	ch.waitClosed(t)
+	out := ch.stdout.String()
+	if !strings.Contains(out, "-echo ") || !strings.Contains(out, "intr = ^B") {
+		t.Errorf("stty -a: %q", out)
+	}
+}

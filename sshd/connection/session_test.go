@@ -199,3 +199,17 @@ func run2(t *testing.T, ch *cchan, cmd string) string {
 	ch.waitClosed(t)
 	return ch.stdout.String()
 }
+
+// TestStderrAfterStdoutEOF: stderr written after stdout closed still
+// arrives before exit-status, EOF and CLOSE.
+func TestStderrAfterStdoutEOF(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	ch := run(t, c, "echo out; exec 1>&-; sleep 0.1; echo late >&2; exit 2", nil)
+	if ch.stdout.String() != "out\n" || ch.stderr.String() != "late\n" || ch.exitStatus != 2 {
+		t.Errorf("stdout %q stderr %q status %d", ch.stdout.String(), ch.stderr.String(), ch.exitStatus)
+	}
+	if n := len(ch.order); n < 3 || !slices.Equal(ch.order[n-3:], []string{"exit", "eof", "close"}) {
+		t.Errorf("order %v", ch.order)
+	}
+	c.checkFaults(t)
+}
