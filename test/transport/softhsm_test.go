@@ -12,6 +12,7 @@ import (
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/providers/software"
@@ -36,7 +37,7 @@ func tokenHostKeysB(t testing.TB) (*provider.Registry, map[string]crypto.Signer)
 	}
 	reg := provider.New(provider.Config{})
 	t.Cleanup(func() { reg.Close() })
-	for _, pr := range []provider.Provider{p, software.New()} {
+	for _, pr := range []provider.Provider{cpu.New(cpu.Detect()), p, software.New()} {
 		if err := reg.Register(pr); err != nil {
 			t.Fatal(err)
 		}
