@@ -32,7 +32,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closing   bool
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // admitted connections, from Serve or ServeConn
 
 	startups atomic.Int64 // connections not yet authenticated
 	nextID   atomic.Uint64
@@ -88,11 +88,7 @@ func (s *Server) Serve(l net.Listener) error {
 			return fmt.Errorf("sshd: accept: %w", err)
 		}
 		delay = 0
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.ServeConn(nc)
-		}()
+		go s.ServeConn(nc)
 	}
 }
 
@@ -167,6 +163,7 @@ func (s *Server) admit(c *conn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.wg.Add(1) // under mu: Shutdown sets closing under mu before it waits
 	return true
 }
 
@@ -174,6 +171,7 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	s.wg.Done()
 }
 
 // ServeConn serves one connection and returns when it has ended. It

@@ -207,3 +207,32 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("connection not closed: %v", err)
 	}
 }
+
+// TestShutdownWaitsForServeConn: connections handed to ServeConn directly
+// (as an inetd-style or custom accept loop does) are waited for and, once
+// the context expires, disconnected.
+func TestShutdownWaitsForServeConn(t *testing.T) {
+	srv, err := NewServer(&Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server := net.Pipe()
+	defer client.Close()
+	done := make(chan struct{})
+	go func() { srv.ServeConn(server); close(done) }()
+	buf := make([]byte, 8)
+	if _, err := io.ReadFull(client, buf); err != nil { // the server's version line
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	go io.Copy(io.Discard, client)
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown returned %v before the connection ended", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("ServeConn still running after Shutdown")
+	}
+}
