@@ -85,6 +85,7 @@ type daemon struct {
 	cur       *generation
 	live      []*generation
 	listeners []net.Listener
+	listenKey []string // network and configured address of each listener
 	closing   bool
 	conns     sync.WaitGroup
 
@@ -126,10 +127,12 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.cur, d.live = g, []*generation{g}
-	if err := d.listen(g.cfg.ListenNetwork(), g.cfg.Addrs()); err != nil {
+	ls, keys, err := openListeners(listenKeys(g.cfg), nil)
+	if err != nil {
 		g.retire()
 		return err
 	}
+	d.addListeners(ls, keys)
 	if g.cfg.MetricsAddress != "" {
 		if d.metricsAddr, err = metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
 			d.stop(0)
@@ -144,22 +147,68 @@ func (d *daemon) start(ctx context.Context) error {
 	return nil
 }
 
-func (d *daemon) listen(network string, addrs []string) error {
-	for _, a := range addrs {
-		l, err := net.Listen(network, a)
+// listenKeys names the listeners a configuration wants: "network addr".
+func listenKeys(c *config.Config) []string {
+	var keys []string
+	for _, a := range c.Addrs() {
+		keys = append(keys, c.ListenNetwork()+" "+a)
+	}
+	return keys
+}
+
+// openListeners opens a listener for each key not in have. On an error it
+// closes what it opened.
+func openListeners(keys, have []string) ([]net.Listener, []string, error) {
+	var ls []net.Listener
+	var opened []string
+	for _, k := range keys {
+		if slices.Contains(have, k) {
+			continue
+		}
+		network, addr, _ := strings.Cut(k, " ")
+		l, err := net.Listen(network, addr)
 		if err != nil {
-			for _, o := range d.listeners {
+			for _, o := range ls {
 				o.Close()
 			}
-			return fmt.Errorf("listen: %w", err)
+			return nil, nil, fmt.Errorf("listen: %w", err)
 		}
-		d.listeners = append(d.listeners, l)
-		d.log.Info("listening", "addr", l.Addr().String())
+		ls, opened = append(ls, l), append(opened, k)
 	}
-	for _, l := range d.listeners {
+	return ls, opened, nil
+}
+
+// addListeners starts accepting on ls.
+func (d *daemon) addListeners(ls []net.Listener, keys []string) {
+	d.mu.Lock()
+	d.listeners = append(d.listeners, ls...)
+	d.listenKey = append(d.listenKey, keys...)
+	d.mu.Unlock()
+	for _, l := range ls {
+		d.log.Info("listening", "addr", l.Addr().String())
 		go d.accept(l)
 	}
-	return nil
+}
+
+// dropListeners closes the listeners whose keys are not in keep.
+func (d *daemon) dropListeners(keep []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := 0; i < len(d.listeners); i++ {
+		if !slices.Contains(keep, d.listenKey[i]) {
+			d.log.Info("no longer listening", "addr", d.listeners[i].Addr().String())
+			d.listeners[i].Close()
+			d.listeners = slices.Delete(d.listeners, i, i+1)
+			d.listenKey = slices.Delete(d.listenKey, i, i+1)
+			i--
+		}
+	}
+}
+
+func (d *daemon) currentKeys() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.listenKey)
 }
 
 // loop waits for signals: SIGHUP reloads, the end of ctx stops.
@@ -234,14 +283,22 @@ func (d *daemon) isClosing() bool {
 	return d.closing
 }
 
-// reload re-reads the configuration and host keys for new connections.
-// A bad configuration is logged and the running one kept.
+// reload re-reads the configuration and host keys for new connections,
+// and listens where it now says. A configuration that fails to load, or
+// an address that cannot be listened on, is logged and the running
+// configuration kept.
 func (d *daemon) reload(ctx context.Context) {
 	d.log.Info("SIGHUP: reloading configuration", "file", d.o.file)
 	g, err := loadGeneration(ctx, d.o, d.metrics, d.log)
 	if err != nil {
-		d.stats.reloadErrors.Add(1)
-		d.log.Error("reload refused; keeping the running configuration", "err", err)
+		d.refuse(err)
+		return
+	}
+	keys := listenKeys(g.cfg)
+	ls, opened, err := openListeners(keys, d.currentKeys())
+	if err != nil {
+		g.retire()
+		d.refuse(err)
 		return
 	}
 	d.mu.Lock()
@@ -249,10 +306,9 @@ func (d *daemon) reload(ctx context.Context) {
 	d.cur = g
 	d.live = append(d.live, g)
 	d.mu.Unlock()
+	d.addListeners(ls, opened)
+	d.dropListeners(keys)
 	d.stats.reloads.Add(1)
-	if !slices.Equal(old.cfg.Addrs(), g.cfg.Addrs()) {
-		d.log.Warn("Port/ListenAddress changes take effect at the next restart", "listening", old.cfg.Addrs(), "configured", g.cfg.Addrs())
-	}
 	if old.cfg.MetricsAddress != g.cfg.MetricsAddress || old.cfg.PidFile != g.cfg.PidFile {
 		d.log.Warn("MetricsAddress and PidFile changes take effect at the next restart")
 	}
@@ -264,6 +320,11 @@ func (d *daemon) reload(ctx context.Context) {
 		old.retire()
 		d.forget(old)
 	}()
+}
+
+func (d *daemon) refuse(err error) {
+	d.stats.reloadErrors.Add(1)
+	d.log.Error("reload refused; keeping the running configuration", "err", err)
 }
 
 func (d *daemon) forget(g *generation) {

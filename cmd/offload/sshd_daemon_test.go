@@ -162,3 +162,40 @@ func TestSshdDaemonGracefulShutdown(t *testing.T) {
 		t.Errorf("%d connections still active", d.stats.active.Load())
 	}
 }
+
+// TestSshdDaemonReloadListeners: SIGHUP opens and closes listeners as
+// ListenAddress changes, and refuses an address it cannot listen on.
+func TestSshdDaemonReloadListeners(t *testing.T) {
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\n")
+	d, _, _ := startTestDaemon(t, cfg)
+	base, _ := os.ReadFile(cfg)
+	first := d.listeners[0].Addr().String()
+
+	// A second address: a new listener that serves.
+	os.WriteFile(cfg, append(base, "ListenAddress localhost:0\n"...), 0o644)
+	d.reload(context.Background())
+	if len(d.currentKeys()) != 2 || d.stats.reloads.Load() != 1 {
+		t.Fatalf("listeners after adding one: %v", d.currentKeys())
+	}
+	second := d.listeners[1].Addr().String()
+	hostKeyOf(t, second)
+
+	// An address already taken: the reload is refused, listeners stay.
+	os.WriteFile(cfg, append(base, "ListenAddress "+second+"\n"...), 0o644)
+	d.reload(context.Background())
+	if d.stats.reloadErrors.Load() != 1 || len(d.currentKeys()) != 2 {
+		t.Fatalf("taken address: errors %d, listeners %v", d.stats.reloadErrors.Load(), d.currentKeys())
+	}
+
+	// Back to the first address only: the second listener closes.
+	os.WriteFile(cfg, base, 0o644)
+	d.reload(context.Background())
+	if len(d.currentKeys()) != 1 {
+		t.Fatalf("listeners after removing one: %v", d.currentKeys())
+	}
+	if c, err := net.DialTimeout("tcp", second, time.Second); err == nil {
+		c.Close()
+		t.Error("removed listener still accepts")
+	}
+	hostKeyOf(t, first)
+}
