@@ -89,7 +89,8 @@ type daemon struct {
 	closing   bool
 	conns     sync.WaitGroup
 
-	metricsAddr string // where /metrics is served, "" for nowhere
+	metricsAddr string             // where /metrics is served, "" for nowhere
+	stopMetrics context.CancelFunc // stops the /metrics listener
 	removePid   func()
 	hup         chan os.Signal
 	retired     sync.WaitGroup
@@ -133,11 +134,9 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.addListeners(ls, keys)
-	if g.cfg.MetricsAddress != "" {
-		if d.metricsAddr, err = metricsServer(ctx, g.cfg.MetricsAddress, d.metrics, &d.stats, log); err != nil {
-			d.stop(0)
-			return fmt.Errorf("MetricsAddress: %w", err)
-		}
+	if err := d.startMetrics(ctx, g.cfg.MetricsAddress); err != nil {
+		d.stop(0)
+		return err
 	}
 	if d.removePid, err = writePidFile(g.cfg.PidFile); err != nil {
 		d.stop(0)
@@ -309,8 +308,13 @@ func (d *daemon) reload(ctx context.Context) {
 	d.addListeners(ls, opened)
 	d.dropListeners(keys)
 	d.stats.reloads.Add(1)
-	if old.cfg.MetricsAddress != g.cfg.MetricsAddress || old.cfg.PidFile != g.cfg.PidFile {
-		d.log.Warn("MetricsAddress and PidFile changes take effect at the next restart")
+	if old.cfg.MetricsAddress != g.cfg.MetricsAddress {
+		if err := d.startMetrics(ctx, g.cfg.MetricsAddress); err != nil {
+			d.log.Error("metrics listener unchanged", "err", err)
+		}
+	}
+	if old.cfg.PidFile != g.cfg.PidFile {
+		d.log.Warn("PidFile changes take effect at the next restart")
 	}
 	d.o.setLevel(g.cfg)
 	d.log.Info("configuration reloaded", "hostkeys", configSummary(g.cfg, g.keys))
@@ -320,6 +324,31 @@ func (d *daemon) reload(ctx context.Context) {
 		old.retire()
 		d.forget(old)
 	}()
+}
+
+// startMetrics serves /metrics on addr ("" for nowhere) in place of the
+// listener running now, which stays when the new one cannot start.
+func (d *daemon) startMetrics(ctx context.Context, addr string) error {
+	if addr == "" {
+		d.stopMetricsServer()
+		return nil
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	got, err := metricsServer(mctx, addr, d.metrics, &d.stats, d.log)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("MetricsAddress: %w", err)
+	}
+	d.stopMetricsServer()
+	d.metricsAddr, d.stopMetrics = got, cancel
+	return nil
+}
+
+func (d *daemon) stopMetricsServer() {
+	if d.stopMetrics != nil {
+		d.stopMetrics()
+	}
+	d.metricsAddr, d.stopMetrics = "", nil
 }
 
 func (d *daemon) refuse(err error) {

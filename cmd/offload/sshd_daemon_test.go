@@ -122,6 +122,33 @@ func TestSshdDaemonReloadAndStop(t *testing.T) {
 		}
 	}
 
+	// A new MetricsAddress moves the metrics listener.
+	oldMetrics := d.metricsAddr
+	text2, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(text2), "MetricsAddress 127.0.0.1:0", "MetricsAddress localhost:0", 1)), 0o644)
+	d.reload(context.Background())
+	if d.metricsAddr == oldMetrics || d.metricsAddr == "" {
+		t.Errorf("metrics address %q after moving from %q", d.metricsAddr, oldMetrics)
+	}
+	if resp, err := http.Get("http://" + d.metricsAddr + "/metrics"); err != nil {
+		t.Errorf("moved metrics listener: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	// The old listener closes asynchronously; give it a moment.
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + oldMetrics + "/metrics")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if i == 50 {
+			t.Error("old metrics listener still serves")
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	// Stopping closes the listener and removes the PidFile.
 	cancel()
 	<-done
