@@ -109,10 +109,14 @@ func (e *env) run(name string, fn func(t *testing.T)) {
 	e.t.Run(name, func(t *testing.T) {
 		baseG := harness.Goroutines()
 		baseHeap := harness.HeapInUse()
+		panics := e.srv.Log.Panics()
 		sampler := harness.SampleHeap(10 * time.Millisecond)
 		fn(t)
 		e.closeClients()
 		peak := sampler.Stop()
+		if n := e.srv.Log.Panics() - panics; n > 0 {
+			t.Errorf("the server recovered %d panic(s) during the case; log:\n%s", n, e.srv.Log.String())
+		}
 		if peak > baseHeap && peak-baseHeap > heapBudget {
 			t.Errorf("heap grew by %s during the case (budget %s)", harness.MiB(peak-baseHeap), harness.MiB(heapBudget))
 		}

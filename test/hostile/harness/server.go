@@ -181,15 +181,20 @@ func (s *Server) Dial() (*ssh.Client, error) {
 // logKeep is how much of the server log LogBuffer keeps.
 const logKeep = 64 << 10
 
-// LogBuffer keeps the last logKeep bytes written to it.
+// LogBuffer keeps the last logKeep bytes written to it, and counts the
+// records that report a recovered panic.
 type LogBuffer struct {
-	mu  sync.Mutex
-	buf []byte
+	mu     sync.Mutex
+	buf    []byte
+	panics int
 }
 
 func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if bytes.Contains(p, []byte("panic")) {
+		b.panics++
+	}
 	b.buf = append(b.buf, p...)
 	if len(b.buf) > 2*logKeep {
 		b.buf = append([]byte(nil), b.buf[len(b.buf)-logKeep:]...)
@@ -205,6 +210,14 @@ func (b *LogBuffer) String() string {
 		return string(b.buf[len(b.buf)-logKeep:])
 	}
 	return string(b.buf)
+}
+
+// Panics returns how many log records so far mention a panic (the server
+// recovers a panic in one connection and logs it).
+func (b *LogBuffer) Panics() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.panics
 }
 
 // Contains reports whether the kept log contains s.
