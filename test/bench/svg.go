@@ -25,7 +25,7 @@ type barChart struct {
 
 // Layout constants, in SVG user units.
 const (
-	chartHeight = 420
+	chartHeight = 460
 	plotTop     = 50
 	plotBottom  = 330 // y of the x axis
 	plotLeft    = 80
