@@ -60,6 +60,17 @@ CGO_ENABLED=0 go build ./...
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
 
+step "quick start: ./scripts/run.sh --smoke (host key in a fresh SoftHSM token, ssh and sftp log in)"
+if command -v softhsm2-util >/dev/null && command -v ssh >/dev/null; then
+	smoke_state=$(mktemp -d "${HOME:-/tmp}/.offload-smoke.XXXXXX")
+	trap 'rm -rf "$smoke_state"' EXIT
+	OFFLOAD_STATE="$smoke_state" ./scripts/run.sh --smoke
+elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
+	echo "softhsm2-util or ssh missing and OFFLOAD_REQUIRE_TOOLS=1"; exit 1
+else
+	echo "skipped: softhsm2-util or ssh missing"
+fi
+
 step "race detector on the concurrent code"
 race_pkgs=$(go list ./provider/... ./providers/... ./sshd/... 2>/dev/null)
 # shellcheck disable=SC2086
