@@ -204,3 +204,23 @@ func TestRekeyInterval(t *testing.T) {
 		t.Fatalf("%d key exchanges after 300 ms at a 50 ms interval", c.KexCount())
 	}
 }
+
+// TestOversizedWriteIsNotFatal: WritePacket refuses a payload over
+// MaxPayload and the connection goes on.
+func TestOversizedWriteIsNotFatal(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	cl, _ := ts.dial(t, clientConfig("", "", "", ""))
+	if ok, _, err := cl.SendRequest("echo", true, nil); !ok || err != nil {
+		t.Fatal(err)
+	}
+	c, err := ts.lastConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WritePacket(make([]byte, MaxPayload+1)); err == nil {
+		t.Fatal("oversized payload accepted")
+	}
+	if ok, r, err := cl.SendRequest("echo", true, []byte("after")); !ok || err != nil || string(r) != "after" {
+		t.Fatalf("connection broken: %v", err)
+	}
+}

@@ -179,3 +179,24 @@ func TestReaderRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestBigPackets: buffers grow for packets up to the maximum, under every
+// cipher, and small ones still fit afterwards.
+func TestBigPackets(t *testing.T) {
+	for _, bc := range benchCiphers() {
+		l := newLoopback(t, bc.cs, bc.ms)
+		for _, n := range []int{10, MaxPayload, 100 << 10, 7} {
+			p := bytes.Repeat([]byte{0x33}, n)
+			if err := l.w.write(p); err != nil {
+				t.Fatalf("%s: write %d: %v", bc.name, n, err)
+			}
+			got, err := l.r.read()
+			if err != nil || !bytes.Equal(got, p) {
+				t.Fatalf("%s: read %d: %v", bc.name, n, err)
+			}
+		}
+		if err := l.w.write(make([]byte, MaxPayload+1)); err == nil {
+			t.Fatalf("%s: oversized payload written", bc.name)
+		}
+	}
+}

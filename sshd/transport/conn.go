@@ -162,8 +162,8 @@ func peerDisconnect(p []byte) error {
 // WritePacket sends payload, or queues a copy while a key exchange is in
 // progress; it blocks when the queue is full.
 func (c *Conn) WritePacket(payload []byte) error {
-	if len(payload) == 0 {
-		return errors.New("transport: empty payload")
+	if len(payload) == 0 || len(payload) > MaxPayload {
+		return fmt.Errorf("transport: payload of %d bytes out of range (1 to %d)", len(payload), MaxPayload)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

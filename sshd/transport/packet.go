@@ -20,7 +20,20 @@ const (
 	// MaxPayload is the largest payload WritePacket accepts.
 	MaxPayload = MaxPacket - 1 - 2*32
 	bufSize    = 4 + MaxPacket + maxTag
+	// initialBuf is where a connection's packet buffers start; they grow
+	// (once, up to bufSize) when a bigger packet comes, so an idle
+	// connection does not hold 2 × 256 KiB.
+	initialBuf = 36 << 10
 )
+
+// grow returns buf with room for n bytes, reallocating only when it is
+// too small.
+func grow(buf []byte, n int) []byte {
+	if n <= cap(buf) {
+		return buf[:cap(buf)]
+	}
+	return make([]byte, max(n, min(2*cap(buf), bufSize)))
+}
 
 // packetReader decodes packets from the peer.
 type packetReader struct {
@@ -33,7 +46,7 @@ type packetReader struct {
 }
 
 func newPacketReader(r *bufio.Reader) *packetReader {
-	return &packetReader{r: r, c: noneCipher{}, buf: make([]byte, bufSize)}
+	return &packetReader{r: r, c: noneCipher{}, buf: make([]byte, initialBuf)}
 }
 
 // read returns the next payload; it aliases the reader's buffer until the
@@ -46,7 +59,13 @@ func (p *packetReader) read() ([]byte, error) {
 	if err := p.checkLength(n); err != nil {
 		return nil, err
 	}
-	pkt := p.buf[:4+int(n)+p.c.tagLen()]
+	total := 4 + int(n) + p.c.tagLen()
+	if total > len(p.buf) {
+		hdr := [4]byte(p.buf[:4])
+		p.buf = grow(p.buf, total)
+		copy(p.buf, hdr[:])
+	}
+	pkt := p.buf[:total]
 	if _, err := io.ReadFull(p.r, pkt[4:]); err != nil {
 		return nil, connLost(err)
 	}
@@ -100,7 +119,7 @@ type packetWriter struct {
 }
 
 func newPacketWriter(w io.Writer, seed [32]byte) *packetWriter {
-	return &packetWriter{w: w, c: noneCipher{}, buf: make([]byte, bufSize), rnd: rand.NewChaCha8(seed)}
+	return &packetWriter{w: w, c: noneCipher{}, buf: make([]byte, initialBuf), rnd: rand.NewChaCha8(seed)}
 }
 
 // paddingFor returns the padding length for a payload of n bytes.
@@ -124,6 +143,9 @@ func (p *packetWriter) write(payload []byte) error {
 	}
 	pad := paddingFor(p.c, len(payload))
 	length := 1 + len(payload) + pad
+	if need := 4 + length + maxTag; need > len(p.buf) {
+		p.buf = grow(p.buf, need)
+	}
 	pkt := p.buf[:4+length]
 	binary.BigEndian.PutUint32(pkt, uint32(length))
 	pkt[4] = byte(pad)
