@@ -54,6 +54,8 @@ func NewServer(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
+	kex, hostKeys, ciphers, macs := tr.Offer()
+	st.log.Info("sshd: algorithms offered", "kex", kex, "host_keys", hostKeys, "ciphers", ciphers, "macs", macs)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{cfg: st, tr: tr, log: st.log, ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}, nil
