@@ -364,18 +364,24 @@ func (r *Registry) Decapsulator(name string) (Decapsulator, error) {
 // with the first provider, in policy order, that can reach it. A key that
 // lives only in a token fails closed: there is no software fallback.
 func (r *Registry) Signer(ctx context.Context, ref string) (crypto.Signer, error) {
+	s, _, err := r.OpenSigner(ctx, ref)
+	return s, err
+}
+
+// OpenSigner is Signer that also returns the provider holding the key.
+func (r *Registry) OpenSigner(ctx context.Context, ref string) (crypto.Signer, Provider, error) {
 	var errs []error
 	for _, p := range r.signerProviders(ref) {
 		s, err := p.(SignerProvider).Signer(ctx, ref)
 		if err == nil {
-			return s, nil
+			return s, p, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
 	}
 	if len(errs) == 0 {
-		return nil, &NoProviderError{Algorithm: "signer", Reason: fmt.Sprintf("no provider can open %s", RedactRef(ref))}
+		return nil, nil, &NoProviderError{Algorithm: "signer", Reason: fmt.Sprintf("no provider can open %s", RedactRef(ref))}
 	}
-	return nil, fmt.Errorf("provider: open signer %s: %w", RedactRef(ref), errors.Join(errs...))
+	return nil, nil, fmt.Errorf("provider: open signer %s: %w", RedactRef(ref), errors.Join(errs...))
 }
 
 func (r *Registry) signerProviders(ref string) []Provider {

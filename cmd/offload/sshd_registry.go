@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
@@ -116,11 +115,11 @@ func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry)
 	}
 	var out []hostKey
 	for _, ref := range c.HostKeys {
-		s, err := reg.Signer(ctx, ref)
+		s, p, err := reg.OpenSigner(ctx, ref)
 		if err != nil {
 			return nil, fmt.Errorf("HostKey %s: %w", provider.RedactRef(ref), err)
 		}
-		out = append(out, hostKey{ref: ref, signer: s, provider: signerProviderName(reg, ref)})
+		out = append(out, hostKey{ref: ref, signer: s, provider: p.Name()})
 	}
 	return out, nil
 }
@@ -131,20 +130,4 @@ func signers(keys []hostKey) []crypto.Signer {
 		out[i] = k.signer
 	}
 	return out
-}
-
-// signerProviderName names the provider holding ref: the registry opens
-// key references with the providers that claim them (CanOpen), a pkcs11:
-// URI with the PKCS #11 provider, a path with the software one.
-func signerProviderName(reg *provider.Registry, ref string) string {
-	var names []string
-	for _, p := range reg.Providers() {
-		if sp, ok := p.(provider.SignerProvider); ok && sp.CanOpen(ref) {
-			names = append(names, p.Name())
-		}
-	}
-	if len(names) == 0 {
-		return "unknown"
-	}
-	return strings.Join(names, " or ")
 }
