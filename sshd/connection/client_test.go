@@ -281,6 +281,8 @@ func (c *client) open(kind string, window, maxPacket uint32, extra []byte) (*cch
 	select {
 	case err := <-ch.opened:
 		return ch, err
+	case <-c.done:
+		return nil, fmt.Errorf("connection closed")
 	case <-time.After(10 * time.Second):
 		return nil, fmt.Errorf("open timed out")
 	}

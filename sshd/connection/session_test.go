@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
@@ -154,10 +155,23 @@ func TestConcurrentSessions(t *testing.T) {
 
 func TestMaxSessions(t *testing.T) {
 	c := startClient(t, &Config{MaxSessions: 2}, self(t))
-	c.session(t)
+	first := c.session(t)
 	c.session(t)
 	if _, err := c.open("session", 1<<20, 32768, nil); err == nil {
 		t.Errorf("third session opened with MaxSessions 2")
+	}
+	// Closing one frees its slot once both sides have closed.
+	first.closeBack() // send our CLOSE first
+	first.waitClosed(t)
+	var err error
+	for range 50 {
+		if _, err = c.open("session", 1<<20, 32768, nil); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Errorf("no session after one closed: %v", err)
 	}
 }
 
