@@ -84,8 +84,8 @@ func choose(client, server []string) (string, bool) {
 	return "", false
 }
 
-// negotiate picks the algorithms for a key exchange. hostKeyOK reports
-// whether a host-key algorithm is backed by a configured key.
+// negotiate picks the algorithms for a key exchange; server lists only
+// host-key algorithms backed by a configured key.
 func negotiate(client, server *kexInitMsg) (*algorithms, error) {
 	a := &algorithms{}
 	name, ok := choose(client.kex, server.kex)
