@@ -73,9 +73,11 @@ func BenchmarkChannelReadFrom(b *testing.B) {
 	_, c := benchChannel(b)
 	b.SetBytes(32768)
 	b.ReportAllocs()
+	lr := &io.LimitedReader{R: zeroReader{}}
 	for b.Loop() {
 		c.outWindow = math.MaxUint32
-		c.stdout.ReadFrom(io.LimitReader(zeroReader{}, 32768))
+		lr.N = 32768
+		c.stdout.ReadFrom(lr)
 	}
 }
 
