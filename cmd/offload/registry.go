@@ -53,24 +53,34 @@ func (r *registryFlags) open(log *slog.Logger) (*provider.Registry, error) {
 	}
 	cal := provider.NewCalibrator(provider.CalibratorConfig{Dir: r.cacheDir, NoCache: r.noCache, Budget: r.budget, Logger: log})
 	reg := provider.New(provider.Config{Calibrator: cal, Logger: log})
-	ps := []provider.Provider{cpu.New(f), software.New()}
+	var extra []provider.Provider
 	if r.pkcs11 != "" {
 		p, err := pkcs11.OpenURI(r.pkcs11, pkcs11.Config{Logger: log})
 		if err != nil {
 			return nil, err
 		}
-		ps = append(ps, p)
+		extra = append(extra, p)
 	}
-	for _, p := range ps {
-		if err := reg.Register(p); err != nil {
-			reg.Close()
-			return nil, err
-		}
+	if err := populate(reg, f, extra...); err != nil {
+		return nil, err
 	}
 	if err := reg.SetPolicy(pol); err != nil {
+		reg.Close()
 		return nil, usagef("%v", err)
 	}
 	return reg, nil
+}
+
+// populate registers the cpu provider for features f, the software
+// provider and the extra ones; on failure it closes the registry.
+func populate(reg *provider.Registry, f cpu.Features, extra ...provider.Provider) error {
+	for _, p := range append([]provider.Provider{cpu.New(f), software.New()}, extra...) {
+		if err := reg.Register(p); err != nil {
+			reg.Close()
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *registryFlags) parsePolicy() (provider.Policy, error) {

@@ -12,7 +12,6 @@ import (
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/pkcs11/uri"
-	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/config"
 )
 
@@ -31,17 +30,14 @@ func sshdRegistry(c *config.Config, metrics *provider.Metrics, log *slog.Logger)
 		calCfg = provider.CalibratorConfig{NoCache: true, Logger: log}
 	}
 	reg := provider.New(provider.Config{Calibrator: provider.NewCalibrator(calCfg), Metrics: metrics, Logger: log})
-	ps := []provider.Provider{cpu.New(f), software.New()}
+	var extra []provider.Provider
 	if p, err := openPKCS11(c, log); err != nil {
 		return nil, err
 	} else if p != nil {
-		ps = append(ps, p)
+		extra = append(extra, p)
 	}
-	for _, p := range ps {
-		if err := reg.Register(p); err != nil {
-			reg.Close()
-			return nil, err
-		}
+	if err := populate(reg, f, extra...); err != nil {
+		return nil, err
 	}
 	if err := reg.SetPolicy(c.Policy()); err != nil {
 		reg.Close()
