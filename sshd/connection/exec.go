@@ -32,8 +32,24 @@ func (s *session) start(req, cmd string, orig *string) error {
 	if err != nil {
 		return err
 	}
-	c := s.command(a, cmd, orig)
-	return s.launch(req, c)
+	return s.startIn(req, func() *exec.Cmd { return s.command(a, cmd, orig) })
+}
+
+// startIn launches the command build makes in the user's home directory,
+// or in / when that fails: the child's chdir runs with the user's
+// identity and the home directory may be missing or closed to the user
+// (root may not even see it: NFS with root squash). OpenSSH does the
+// same.
+func (s *session) startIn(req string, build func() *exec.Cmd) error {
+	c := build()
+	err := s.launch(req, c)
+	if err != nil && c.Dir != "/" {
+		s.m.log.Info("connection: cannot start in the home directory, using /", "home", c.Dir, "err", err)
+		c = build()
+		c.Dir = "/"
+		err = s.launch(req, c)
+	}
+	return err
 }
 
 // launch starts c on a pty or on pipes and supervises it.
@@ -68,8 +84,8 @@ func (s *session) command(a *account, cmd string, orig *string) *exec.Cmd {
 // prepare sets environment, directory and credentials.
 func (s *session) prepare(c *exec.Cmd, a *account, orig *string) {
 	c.Env = s.environ(a, orig)
-	c.Dir = a.home
-	if st, err := os.Stat(a.home); err != nil || !st.IsDir() {
+	c.Dir = a.home // see startIn
+	if a.home == "" || !filepath.IsAbs(a.home) {
 		c.Dir = "/"
 	}
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: a.cred}

@@ -47,15 +47,17 @@ func (s *session) sftpHelper(a *account) error {
 	if len(argv) == 0 {
 		return refuse("subsystem", "no SFTP helper configured to run as %s", a.name)
 	}
-	c := &exec.Cmd{Path: argv[0], Args: argv}
-	s.prepare(c, a, nil)
-	if s.m.cfg.selfHelper {
-		c.Env = append(c.Env, sftpHelperEnv+"=1")
-	}
 	saved := s.pty
 	s.pty = nil // SFTP speaks binary: never on a terminal
 	defer func() { s.pty = saved }()
-	return s.launch("subsystem", c)
+	return s.startIn("subsystem", func() *exec.Cmd {
+		c := &exec.Cmd{Path: argv[0], Args: argv}
+		s.prepare(c, a, nil)
+		if s.m.cfg.selfHelper {
+			c.Env = append(c.Env, sftpHelperEnv+"=1")
+		}
+		return c
+	})
 }
 
 // serveSFTP runs github.com/pkg/sftp over the channel.
