@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"bytes"
+	"errors"
 
 	"fmt"
 	"os"
@@ -17,20 +18,14 @@ import (
 // maximum packet size; it returns nil when the server refuses.
 func openWith(t *testing.T, rc *rawclient.Conn, window, maxPacket uint32) *rawclient.Channel {
 	t.Helper()
-	p := wire.AppendString([]byte{wire.MsgChannelOpen}, "session")
-	p = wire.AppendUint32(wire.AppendUint32(wire.AppendUint32(p, 0), window), maxPacket)
-	if err := rc.WritePacket(p); err != nil {
-		t.Fatal(err)
+	ch, err := rc.OpenSessionWith(0, window, maxPacket)
+	if errors.Is(err, rawclient.ErrOpenRefused) {
+		return nil
 	}
-	reply, err := rc.Next()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply[0] != wire.MsgChannelOpenConfirm {
-		return nil
-	}
-	r := wire.NewReader(reply[5:])
-	return &rawclient.Channel{Remote: r.Uint32("sender"), Window: r.Uint32("window"), MaxPacket: r.Uint32("max packet")}
+	return ch
 }
 
 // execShlvl runs command on ch with SHLVL=1 (see harness.NewSession).

@@ -19,10 +19,19 @@ type Channel struct {
 // OpenSession opens a session channel with our id local and a receive
 // window of window bytes.
 func (c *Conn) OpenSession(local, window uint32) (*Channel, error) {
+	return c.OpenSessionWith(local, window, 32768)
+}
+
+// ErrOpenRefused is returned when the server answers CHANNEL_OPEN with
+// CHANNEL_OPEN_FAILURE.
+var ErrOpenRefused = errors.New("rawclient: channel open refused")
+
+// OpenSessionWith is OpenSession with our maximum packet size too.
+func (c *Conn) OpenSessionWith(local, window, maxPacket uint32) (*Channel, error) {
 	p := wire.AppendString([]byte{wire.MsgChannelOpen}, "session")
 	p = wire.AppendUint32(p, local)
 	p = wire.AppendUint32(p, window)
-	p = wire.AppendUint32(p, 32768)
+	p = wire.AppendUint32(p, maxPacket)
 	if err := c.WritePacket(p); err != nil {
 		return nil, err
 	}
@@ -30,8 +39,11 @@ func (c *Conn) OpenSession(local, window uint32) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
+	if reply[0] == wire.MsgChannelOpenFailure {
+		return nil, ErrOpenRefused
+	}
 	if reply[0] != wire.MsgChannelOpenConfirm {
-		return nil, fmt.Errorf("rawclient: channel open refused (message %d)", reply[0])
+		return nil, fmt.Errorf("rawclient: got message %d for CHANNEL_OPEN", reply[0])
 	}
 	r := wire.NewReader(reply[1:])
 	ch := &Channel{c: c}

@@ -304,6 +304,26 @@ func (c *Conn) Handshake(o *KexOptions) error {
 	return c.Rekey(o)
 }
 
+// AnswerKex completes a key exchange the server started with the
+// KEXINIT payload serverInit (read by the caller through Next).
+func (c *Conn) AnswerKex(serverInit []byte, o *KexOptions) error {
+	c.ServerKexInit = serverInit
+	if err := c.SendKexInit(o); err != nil {
+		return err
+	}
+	c.kex.iS = serverInit
+	if err := c.SendECDHInit(); err != nil {
+		return err
+	}
+	if err := c.ReadECDHReply(); err != nil {
+		return err
+	}
+	if err := c.SendNewKeys(); err != nil {
+		return err
+	}
+	return c.ReadNewKeys()
+}
+
 // Rekey runs one complete key exchange started by the client.
 func (c *Conn) Rekey(o *KexOptions) error {
 	if err := c.SendKexInit(o); err != nil {
