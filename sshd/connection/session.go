@@ -198,7 +198,7 @@ func (s *session) subsystem(b []byte) error {
 	if s.m.perm.ForceCommand != "" {
 		return s.run("subsystem", cmd, true) // as OpenSSH: the original is the subsystem's command
 	}
-	if cmd == InternalSFTP {
+	if isInternalSFTP(cmd) {
 		return s.sftp()
 	}
 	return s.run("subsystem", cmd, false)
@@ -217,12 +217,20 @@ func (s *session) run(req, cmd string, original bool) error {
 			o := cmd
 			orig = &o
 		}
-		if fc == InternalSFTP {
+		if isInternalSFTP(fc) {
 			return s.sftpStarted()
 		}
 		cmd = fc
 	}
 	return s.start(req, cmd, orig)
+}
+
+// isInternalSFTP reports whether a command names the in-process SFTP
+// server; OpenSSH's options after it ("internal-sftp -u 022") are not
+// supported and ignored.
+func isInternalSFTP(cmd string) bool {
+	f := strings.Fields(cmd)
+	return len(f) > 0 && f[0] == InternalSFTP
 }
 
 // hostEnvPath is the PATH given to sessions.

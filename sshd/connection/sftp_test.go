@@ -151,3 +151,26 @@ func TestSFTPHelperAsNobody(t *testing.T) {
 		t.Errorf("nobody read a root-only file over SFTP")
 	}
 }
+
+func TestInternalSFTPWithOptions(t *testing.T) {
+	c := startClient(t, &Config{Subsystems: map[string]string{"sftp": "internal-sftp -u 022"}}, self(t))
+	sc := sftpClient(t, c)
+	if _, err := sc.Getwd(); err != nil {
+		t.Errorf("internal-sftp with options: %v", err)
+	}
+}
+
+func TestForcedInternalSFTP(t *testing.T) {
+	p := self(t)
+	p.ForceCommand = "internal-sftp"
+	c := startClient(t, nil, p)
+	ch := c.session(t)
+	if !ch.exec("echo not-run") { // the forced command replaces it
+		t.Fatal("exec refused")
+	}
+	sc, err := sftp.NewClientPipe(ch, ch)
+	if err != nil {
+		t.Fatalf("sftp over a forced internal-sftp: %v", err)
+	}
+	sc.Close()
+}
