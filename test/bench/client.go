@@ -85,9 +85,15 @@ func (c *client) host() string {
 // remote names a path on the server for scp.
 func (c *client) remote(path string) string { return c.host() + ":" + path }
 
+// cmdTimes are a client command's wall time and the CPU time of it and
+// its waited-for children (scp's and sftp's ssh), from wait4's rusage.
+type cmdTimes struct {
+	Wall, CPU time.Duration
+}
+
 // runCmd runs argv with stdin and stdout, in its own process group that
-// is killed whole when ctx ends. It returns the wall time.
-func runCmd(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) (time.Duration, error) {
+// is killed whole when ctx ends, and times it.
+func runCmd(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) (cmdTimes, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout = stdin, stdout
 	var stderr bytes.Buffer
@@ -97,14 +103,17 @@ func runCmd(ctx context.Context, argv []string, stdin io.Reader, stdout io.Write
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	err := cmd.Run()
-	d := time.Since(start)
+	t := cmdTimes{Wall: time.Since(start)}
+	if ps := cmd.ProcessState; ps != nil {
+		t.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return d, fmt.Errorf("bench: %s: %w after %v", shortArgv(argv), ctx.Err(), d.Round(time.Millisecond))
+			return t, fmt.Errorf("bench: %s: %w after %v", shortArgv(argv), ctx.Err(), t.Wall.Round(time.Millisecond))
 		}
-		return d, fmt.Errorf("bench: %s: %v: %s", shortArgv(argv), err, strings.TrimSpace(stderr.String()))
+		return t, fmt.Errorf("bench: %s: %v: %s", shortArgv(argv), err, strings.TrimSpace(stderr.String()))
 	}
-	return d, nil
+	return t, nil
 }
 
 // shortArgv names a command in errors without the long option list.

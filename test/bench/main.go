@@ -91,7 +91,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.LatencyRuns, "latency-runs", 10, "`ssh host true` runs per round")
 	fs.StringVar(&o.offload, "offload", "", "offload binary (default: go build ./cmd/offload into the temp dir)")
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
-	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-pkcs11")
+	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-win2m, offload-pkcs11")
 	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")
 	fs.StringVar(&o.perf, "perf", "", "record every offload transfer with `perf record -g` into this directory (times include perf's cost)")
@@ -128,7 +128,7 @@ func (o *options) finish(size, ciphers, clients, servers, only string) error {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
 			o.servers = nil
-		case srvOpenSSH, srvOffload, srvSoftware, srvPKCS11:
+		case srvOpenSSH, srvOffload, srvSoftware, srvPKCS11, srvWindow:
 			if o.servers != nil {
 				o.servers[s] = true
 			}
@@ -148,5 +148,5 @@ func (o *options) wantServer(name string) bool { return o.servers == nil || o.se
 
 // wantOffload reports whether any offload server is selected.
 func (o *options) wantOffload() bool {
-	return o.wantServer(srvOffload) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11)
+	return o.wantServer(srvOffload) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11) || o.wantServer(srvWindow)
 }

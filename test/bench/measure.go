@@ -57,7 +57,7 @@ func measureCPU(sv *server, f func() error) (float64, error) {
 func (b *bench) transfer(ctx context.Context, sv *server, kind, cipher string) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	var d time.Duration
+	var d cmdTimes
 	cpu, err := measureCPU(sv, func() (err error) {
 		stop := b.perf.start(sv, kind, cipher)
 		d, err = b.move(ctx, sv.port, kind, cipher)
@@ -69,17 +69,17 @@ func (b *bench) transfer(ctx context.Context, sv *server, kind, cipher string) (
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Seconds: d.Seconds(), CPUSeconds: cpu, Bytes: b.size}, nil
+	return Sample{Seconds: d.Wall.Seconds(), CPUSeconds: cpu, ClientCPUSeconds: d.CPU.Seconds(), Bytes: b.size}, nil
 }
 
 // move runs the client command of one transfer and checks what arrived.
-func (b *bench) move(ctx context.Context, port int, kind, cipher string) (time.Duration, error) {
+func (b *bench) move(ctx context.Context, port int, kind, cipher string) (cmdTimes, error) {
 	c, w := b.c, b.w
 	switch kind {
 	case kindPipeUp:
 		f, err := os.Open(w.Payload)
 		if err != nil {
-			return 0, fmt.Errorf("bench: %w", err)
+			return cmdTimes{}, fmt.Errorf("bench: %w", err)
 		}
 		defer f.Close()
 		return runCmd(ctx, c.sshArgs(port, cipher, "cat > /dev/null"), f, nil)
@@ -94,20 +94,20 @@ func (b *bench) move(ctx context.Context, port int, kind, cipher string) (time.D
 		return b.sftp(ctx, port, kind, cipher)
 	case kindSCPUp, kindSCPOUp:
 		dst := filepath.Join(w.Remote, "scp.bin")
-		return b.checked(dst, func() (time.Duration, error) {
+		return b.checked(dst, func() (cmdTimes, error) {
 			return runCmd(ctx, c.scpArgs(port, cipher, kind == kindSCPOUp, w.Payload, c.remote(dst)), nil, nil)
 		})
 	case kindSCPDown, kindSCPODown:
 		dst := filepath.Join(w.Local, "scp.bin")
-		return b.checked(dst, func() (time.Duration, error) {
+		return b.checked(dst, func() (cmdTimes, error) {
 			return runCmd(ctx, c.scpArgs(port, cipher, kind == kindSCPODown, c.remote(w.Payload), dst), nil, nil)
 		})
 	}
-	return 0, fmt.Errorf("bench: unknown transfer %q", kind)
+	return cmdTimes{}, fmt.Errorf("bench: unknown transfer %q", kind)
 }
 
 // sftp runs a one-line batch: get the payload or put it.
-func (b *bench) sftp(ctx context.Context, port int, kind, cipher string) (time.Duration, error) {
+func (b *bench) sftp(ctx context.Context, port int, kind, cipher string) (cmdTimes, error) {
 	dst := filepath.Join(b.w.Local, "sftp.bin")
 	line := fmt.Sprintf("get %s %s\n", b.w.Payload, dst)
 	if kind == kindSFTPPut {
@@ -116,15 +116,15 @@ func (b *bench) sftp(ctx context.Context, port int, kind, cipher string) (time.D
 	}
 	batch := filepath.Join(b.w.Dir, kind+".batch")
 	if err := os.WriteFile(batch, []byte(line), 0o600); err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return cmdTimes{}, fmt.Errorf("bench: %w", err)
 	}
-	return b.checked(dst, func() (time.Duration, error) {
+	return b.checked(dst, func() (cmdTimes, error) {
 		return runCmd(ctx, b.c.sftpArgs(port, cipher, batch), nil, nil)
 	})
 }
 
 // checked runs f, checks that dst holds the whole payload and removes it.
-func (b *bench) checked(dst string, f func() (time.Duration, error)) (time.Duration, error) {
+func (b *bench) checked(dst string, f func() (cmdTimes, error)) (cmdTimes, error) {
 	defer os.Remove(dst)
 	d, err := f()
 	if err != nil {
@@ -141,7 +141,7 @@ func (b *bench) latency(ctx context.Context, sv *server) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Seconds: d.Seconds()}, nil
+	return Sample{Seconds: d.Wall.Seconds(), ClientCPUSeconds: d.CPU.Seconds()}, nil
 }
 
 // handshakes runs total SSH handshakes (key exchange and public-key user

@@ -36,8 +36,11 @@ func isTransfer(kind string) bool {
 type Sample struct {
 	Seconds    float64 // wall-clock time
 	CPUSeconds float64 `json:",omitempty"` // server process tree CPU time
-	Bytes      int64   `json:",omitempty"` // payload moved
-	Count      int     `json:",omitempty"` // handshakes done
+	// ClientCPUSeconds is the OpenSSH client's CPU time (with the ssh that
+	// scp and sftp run): when it is near Seconds, the client was the limit.
+	ClientCPUSeconds float64 `json:",omitempty"`
+	Bytes            int64   `json:",omitempty"` // payload moved
+	Count            int     `json:",omitempty"` // handshakes done
 }
 
 // Case is one benchmark on one server, with every round's sample.
@@ -52,6 +55,7 @@ type Case struct {
 	// Medians, filled by summarize.
 	MBPerSec     float64 `json:",omitempty"` // transfers: 1e6 bytes per second
 	CPUPerGiB    float64 `json:",omitempty"` // transfers: server CPU seconds per GiB
+	ClientPerGiB float64 `json:",omitempty"` // transfers: client CPU seconds per GiB
 	Millis       float64 `json:",omitempty"` // ssh-true: milliseconds per command
 	PerSec       float64 `json:",omitempty"` // handshakes per second
 	ServerCPUPct float64 `json:",omitempty"` // server CPU time / wall time, percent
@@ -68,7 +72,7 @@ type caseKey struct {
 
 // summarize fills the medians from the samples.
 func (c *Case) summarize() {
-	var mbps, cpu, ms, per, pct []float64
+	var mbps, cpu, ccpu, ms, per, pct []float64
 	for _, s := range c.Samples {
 		if s.Seconds <= 0 {
 			continue
@@ -78,13 +82,14 @@ func (c *Case) summarize() {
 		case s.Bytes > 0:
 			mbps = append(mbps, float64(s.Bytes)/s.Seconds/1e6)
 			cpu = append(cpu, s.CPUSeconds/(float64(s.Bytes)/(1<<30)))
+			ccpu = append(ccpu, s.ClientCPUSeconds/(float64(s.Bytes)/(1<<30)))
 		case s.Count > 0:
 			per = append(per, float64(s.Count)/s.Seconds)
 		default:
 			ms = append(ms, s.Seconds*1000)
 		}
 	}
-	c.MBPerSec, c.CPUPerGiB = nz(median(mbps)), nz(median(cpu))
+	c.MBPerSec, c.CPUPerGiB, c.ClientPerGiB = nz(median(mbps)), nz(median(cpu)), nz(median(ccpu))
 	c.Millis, c.PerSec, c.ServerCPUPct = nz(median(ms)), nz(median(per)), nz(median(pct))
 }
 

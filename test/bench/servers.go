@@ -21,7 +21,11 @@ const (
 	srvOffload  = "offload"
 	srvSoftware = "offload-software"
 	srvPKCS11   = "offload-pkcs11"
+	srvWindow   = "offload-win2m"
 )
+
+// smallWindow is OpenSSH's own session window (64 packets of 32 KiB).
+const smallWindow = 2 << 20
 
 // Algorithms both servers are configured with, so the only difference is
 // the implementation.
@@ -64,6 +68,9 @@ func serverSpecs(w *workspace, t *tools, pkcs11 bool) []serverSpec {
 		{Name: srvSoftware, Desc: "offload sshd, CryptoPolicy software-only (pure Go: generic AES, x/crypto ChaCha20-Poly1305)",
 			Extra: []string{"CryptoPolicy software-only"}, Pipe: allCiphers, Files: true},
 	}
+	specs = append(specs, serverSpec{Name: srvWindow,
+		Desc:  "offload sshd as `offload`, with ChannelWindowSize 2097152 (OpenSSH's session window) instead of the 8 MiB default",
+		Extra: []string{"ChannelWindowSize " + strconv.Itoa(smallWindow)}, Pipe: allCiphers, Files: true})
 	if pkcs11 {
 		specs = append(specs, serverSpec{Name: srvPKCS11,
 			Desc: "offload sshd, AES-GCM pinned to SoftHSM through PKCS #11 (ProviderMap aes128-gcm=pkcs11 aes256-gcm=pkcs11)",
