@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
@@ -269,9 +270,28 @@ func TestConnectionStorm(t *testing.T) {
 }
 
 // TestPreAuthMemory measures what an unauthenticated connection costs
-// the server once it has sent its identification line: MaxStartups
-// times this is the memory a flood of silent clients can hold.
+// the server once it has sent its identification line, idle and after
+// one maximum-size packet: MaxStartups times this is the memory a flood
+// of silent clients can hold.
 func TestPreAuthMemory(t *testing.T) {
+	// A 200 KiB SSH_MSG_IGNORE in the clear, as allowed before KEXINIT.
+	big := make([]byte, 200<<10)
+	binary.BigEndian.PutUint32(big, uint32(len(big)-4))
+	big[4] = 8 // padding; 200 KiB keeps the whole packet aligned on 8
+	big[5] = 2 // SSH_MSG_IGNORE
+	binary.BigEndian.PutUint32(big[6:], uint32(len(big)-4-1-8-5))
+	for _, c := range []struct {
+		name  string
+		after []byte
+	}{
+		{"idle", nil},
+		{"after-a-200KiB-packet", big},
+	} {
+		t.Run(c.name, func(t *testing.T) { preAuthMemory(t, c.after) })
+	}
+}
+
+func preAuthMemory(t *testing.T, after []byte) {
 	const n = 100
 	srv := harness.Start(t, func(c *sshd.Config) {
 		c.MaxStartups = -1
@@ -282,20 +302,26 @@ func TestPreAuthMemory(t *testing.T) {
 	var conns []*silentConn
 	for range n {
 		s := dialSilent(t, srv.Addr)
-		if _, err := s.nc.Write([]byte("SSH-2.0-memory-probe\r\n")); err != nil {
+		if _, err := s.nc.Write(append([]byte("SSH-2.0-memory-probe\r\n"), after...)); err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, s)
 	}
 	// Wait until the server has answered every one (its KEXINIT follows
-	// the version line), so each has its buffers.
+	// the version line), then give it a moment to read what followed.
 	for _, s := range conns {
 		s.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := s.nc.Read(make([]byte, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(200 * time.Millisecond)
 	held := harness.HeapInUse()
+	for i, s := range conns {
+		if !s.open() {
+			t.Fatalf("the server closed connection %d: nothing to measure", i)
+		}
+	}
 	per := (int64(held) - int64(base)) / n
 	t.Logf("%d unauthenticated connections hold %s of heap: %d KiB each; with MaxStartups %d that bounds pre-auth memory at about %s",
 		n, harness.MiB(held-min(held, base)), per>>10, sshd.DefaultMaxStartups, harness.MiB(uint64(max(per, 0))*sshd.DefaultMaxStartups))

@@ -31,3 +31,20 @@ func (s *silentConn) waitClosed(within time.Duration) error {
 	}
 	return nil
 }
+
+// open reports whether the server still holds the connection: a read
+// that times out, rather than ending, says so. It discards what it reads.
+func (s *silentConn) open() bool {
+	buf := make([]byte, 64<<10)
+	for {
+		s.nc.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		_, err := s.nc.Read(buf)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
