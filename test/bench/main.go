@@ -44,6 +44,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -71,6 +72,7 @@ type options struct {
 	pkcs11  bool
 	keep    bool
 	perf    string
+	budget  time.Duration
 	servers map[string]bool
 	kinds   map[string]bool
 	args    []string
@@ -93,6 +95,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
 	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-win2m, offload-pkcs11")
 	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes")
+	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")
 	fs.StringVar(&o.perf, "perf", "", "record every offload transfer with `perf record -g` into this directory (times include perf's cost)")
 	if err := fs.Parse(args); err != nil {

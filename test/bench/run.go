@@ -118,7 +118,13 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 	}
 	plan := makePlan(o.Settings, specs, o.kinds)
 	cases := map[string]*Case{}
+	start := time.Now()
 	for round := range o.Rounds {
+		if elapsed := time.Since(start); round > 0 && o.budget > 0 && elapsed+elapsed/time.Duration(round) > o.budget {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("stopped after %d of %d rounds: another would pass the -budget of %v", round, o.Rounds, o.budget))
+			rep.Settings.Rounds = round
+			break
+		}
 		for _, tk := range plan {
 			for _, name := range rotate(tk.Servers, round) {
 				if err := ctx.Err(); err != nil {
