@@ -11,8 +11,12 @@ import (
 	"github.com/offload/offload/test/hostile/rawclient"
 )
 
-// rekeyLimit makes the server start a key exchange every 256 KiB.
-const rekeyLimit = 256 << 10
+// rekeyLimit makes the server start a key exchange every 256 KiB;
+// kexTimeout is how long it waits for a peer to finish one.
+const (
+	rekeyLimit = 256 << 10
+	kexTimeout = 2 * time.Second
+)
 
 // TestServerRekey runs against a server that rekeys every 256 KiB
 // (the healthy session rekeys with it) and a client that answers the
@@ -20,7 +24,10 @@ const rekeyLimit = 256 << 10
 // it waits, and the data must come through intact once the client
 // answers.
 func TestServerRekey(t *testing.T) {
-	e := newEnv(t, func(c *sshd.Config) { c.RekeyLimit = rekeyLimit })
+	e := newEnv(t, func(c *sshd.Config) {
+		c.RekeyLimit = rekeyLimit
+		c.KexTimeout = kexTimeout
+	})
 	e.run("late-kex-answer", func(t *testing.T) {
 		rc := e.loggedIn(t)
 		ch := openWith(t, rc, 1<<30, 32768)
@@ -47,6 +54,39 @@ func TestServerRekey(t *testing.T) {
 			t.Errorf("only %d server rekeys for %d bytes with RekeyLimit %d", rekeys, total, rekeyLimit)
 		}
 	})
+	stalledRekeys(t, e)
+}
+
+// stalledRekeys leave a key exchange unfinished after login, started by
+// either side: KexTimeout must end the connection.
+func stalledRekeys(t *testing.T, e *env) {
+	stalls := []struct {
+		name  string
+		stall func(t *testing.T, rc *rawclient.Conn)
+	}{
+		{"client-kexinit-then-nothing", func(t *testing.T, rc *rawclient.Conn) {
+			kexUpTo(t, rc, nil, afterKexInit)
+		}},
+		{"client-stops-before-newkeys", func(t *testing.T, rc *rawclient.Conn) {
+			kexUpTo(t, rc, nil, afterReply)
+		}},
+		{"server-kexinit-never-answered", func(t *testing.T, rc *rawclient.Conn) {
+			ch := openWith(t, rc, 1<<30, 32768)
+			execShlvl(t, rc, ch, "cat")
+			if err := ch.Send(make([]byte, 2*rekeyLimit)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, s := range stalls {
+		e.run(s.name, func(t *testing.T) {
+			rc := e.loggedIn(t)
+			start := time.Now()
+			s.stall(t, rc)
+			expectDisconnect(t, rc, wire.DisconnectKeyExchangeFailed)
+			t.Logf("disconnected after %v (KexTimeout %v)", time.Since(start).Round(10*time.Millisecond), kexTimeout)
+		})
+	}
 }
 
 // echoWithRekeys reads channel data until n bytes, answering every
