@@ -50,6 +50,11 @@ type Config struct {
 	// MaxStartups bounds connections not yet authenticated; more are
 	// dropped (0: DefaultMaxStartups, negative: no limit).
 	MaxStartups int
+	// DropStartup, when set, is asked about each new connection with the
+	// number of connections already waiting to authenticate, and drops it
+	// when it returns true: sshd's random early drop ("start:rate:full")
+	// plugs in here. MaxStartups still applies as a hard limit.
+	DropStartup func(pending int) bool
 
 	// Version is the identification string (default transport.DefaultVersion).
 	Version string

@@ -201,7 +201,8 @@ func remoteString(nc net.Conn) string {
 // startup takes a MaxStartups slot; release gives it back.
 func (s *Server) startup() (release func(), ok bool) {
 	n := s.startups.Add(1)
-	if s.cfg.MaxStartups > 0 && n > int64(s.cfg.MaxStartups) {
+	full := s.cfg.MaxStartups > 0 && n > int64(s.cfg.MaxStartups)
+	if full || (s.cfg.DropStartup != nil && s.cfg.DropStartup(int(n-1))) {
 		s.startups.Add(-1)
 		return nil, false
 	}

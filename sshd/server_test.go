@@ -236,3 +236,37 @@ func TestShutdownWaitsForServeConn(t *testing.T) {
 		t.Fatal("ServeConn still running after Shutdown")
 	}
 }
+
+// TestDropStartup: the early-drop hook sees the connections waiting to
+// authenticate and drops the new one when it says so.
+func TestDropStartup(t *testing.T) {
+	var seen []int
+	var mu sync.Mutex
+	drop := func(pending int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, pending)
+		return pending >= 1
+	}
+	_, addr, logs, _ := startServer(t, &Config{MaxStartups: 10, DropStartup: drop})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(nc, make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if handshakeOK(t, addr) {
+		t.Fatal("the hook said drop, but the connection was served")
+	}
+	if !waitLog(logs, "MaxStartups") {
+		t.Fatal("no log line for the dropped connection")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 || seen[0] != 0 || seen[1] != 1 {
+		t.Errorf("hook saw pending counts %v, want 0 then 1", seen)
+	}
+}

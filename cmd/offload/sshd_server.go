@@ -34,7 +34,8 @@ func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer
 		KexAlgorithms: setList(c, "KexAlgorithms", c.KexAlgorithms), HostKeyAlgorithms: setList(c, "HostKeyAlgorithms", c.HostKeyAlgorithms),
 		RekeyLimit: uint64(c.RekeyLimit.Bytes), RekeyInterval: c.RekeyLimit.Interval,
 		LoginGraceTime: c.LoginGraceTime, MaxStartups: c.MaxStartups.Full,
-		Auth: a, Logger: log,
+		DropStartup: func(pending int) bool { return c.MaxStartups.Drop(pending, nil) },
+		Auth:        a, Logger: log,
 	}
 	if c.LoginGraceTime == 0 {
 		sc.LoginGraceTime = -1 // sshd_config: 0 means no limit
