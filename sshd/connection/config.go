@@ -18,7 +18,9 @@ const (
 	DefaultMaxChannels = 64       // all channel kinds together
 	maxWindowSize      = 1<<31 - 1
 	minMaxPacket       = 1024
-	maxMaxPacket       = 256 << 10
+	// maxMaxPacket keeps a full data message (13 bytes of header) inside
+	// the transport's largest payload, 256 KiB less packet framing.
+	maxMaxPacket = 256<<10 - 128
 	// sendChunk caps the data we put in one outgoing packet.
 	sendChunk = 64 << 10
 )
