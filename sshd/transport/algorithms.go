@@ -192,22 +192,23 @@ func DefaultCiphers(reg *provider.Registry) []string {
 	return slices.Insert(out, j, chacha)
 }
 
-// gcmIsFast compares the measured score of the provider that would serve
+// gcmIsFast compares the measured speed of the provider that would serve
 // aes128-gcm with that of chacha20-poly1305. Without a calibrator it
 // trusts AES on CPU instructions.
 func gcmIsFast(reg *provider.Registry) bool {
 	if reg == nil {
 		return false
 	}
+	if reg.Calibrator() != nil {
+		g, gerr := reg.Measure("aes128-gcm")
+		c, cerr := reg.Measure("chacha20-poly1305")
+		if gerr == nil && cerr == nil {
+			return g.Score() >= c.Score()
+		}
+	}
 	gcm, err := reg.Explain("aes128-gcm")
 	if err != nil {
 		return false
-	}
-	gs, gok := chosenScore(reg, gcm)
-	if cc, err := reg.Explain("chacha20-poly1305"); err == nil {
-		if cs, cok := chosenScore(reg, cc); gok && cok {
-			return gs >= cs
-		}
 	}
 	for _, c := range gcm.Candidates {
 		if c.Provider == gcm.Chosen {
@@ -215,32 +216,4 @@ func gcmIsFast(reg *provider.Registry) bool {
 		}
 	}
 	return false
-}
-
-// chosenScore is the measured score of the chosen provider, measuring it
-// when the registry has a calibrator but no result yet (the registry does
-// not measure a sole candidate).
-func chosenScore(reg *provider.Registry, ex *provider.Explanation) (float64, bool) {
-	for _, c := range ex.Candidates {
-		if c.Provider == ex.Chosen && c.Measurement != nil {
-			return c.Measurement.Score(), true
-		}
-	}
-	cal := reg.Calibrator()
-	if cal == nil {
-		return 0, false
-	}
-	p, err := reg.Provider(ex.Chosen)
-	if err != nil {
-		return 0, false
-	}
-	alg, err := provider.Lookup(ex.Algorithm)
-	if err != nil {
-		return 0, false
-	}
-	m, err := cal.Measure(alg, p)
-	if err != nil {
-		return 0, false
-	}
-	return m.Score(), true
 }
