@@ -65,8 +65,8 @@ var (
 	macTable = []macSpec{
 		{name: "hmac-sha2-256-etm@openssh.com", hmac: "hmac-sha256", keySize: 32, tagSize: 32, etm: true, onByDefault: true},
 		{name: "hmac-sha2-512-etm@openssh.com", hmac: "hmac-sha512", keySize: 64, tagSize: 64, etm: true, onByDefault: true},
-		{name: "hmac-sha2-256", hmac: "hmac-sha256", keySize: 32, tagSize: 32, onByDefault: true},
-		{name: "hmac-sha2-512", hmac: "hmac-sha512", keySize: 64, tagSize: 64, onByDefault: true},
+		{name: "hmac-sha2-256", hmac: "hmac-sha256", keySize: 32, tagSize: 32},
+		{name: "hmac-sha2-512", hmac: "hmac-sha512", keySize: 64, tagSize: 64},
 	}
 	kexTable = []kexSpec{
 		{name: "mlkem768x25519-sha256", hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},

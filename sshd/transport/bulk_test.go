@@ -39,7 +39,7 @@ func TestBulk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	ts := newTestServer(t, &Config{})
+	ts := newTestServer(t, &Config{MACs: SupportedMACs()})
 	n := bulkSize()
 	for _, cm := range cipherMACCombos() {
 		if !longTest() && cm[0] == "aes256-ctr" && cm[1] != "hmac-sha2-512-etm@openssh.com" {
@@ -130,7 +130,7 @@ func (f *flipConn) Write(p []byte) (int, error) {
 func TestFlippedByte(t *testing.T) {
 	for _, cm := range cipherMACCombos() {
 		t.Run(cm[0]+"/"+cm[1], func(t *testing.T) {
-			ts := newTestServer(t, &Config{})
+			ts := newTestServer(t, &Config{MACs: SupportedMACs()})
 			healthy, _ := ts.dial(t, clientConfig("", cm[0], cm[1], ""))
 			ts.wrapNC = func(nc net.Conn) net.Conn { return &flipConn{Conn: nc, at: 40000} }
 			bad, _ := ts.dial(t, clientConfig("", cm[0], cm[1], ""))

@@ -5,7 +5,7 @@ import (
 )
 
 func TestXCryptoClientMatrix(t *testing.T) {
-	ts := newTestServer(t, &Config{KexAlgorithms: SupportedKex()})
+	ts := newTestServer(t, &Config{KexAlgorithms: SupportedKex(), MACs: SupportedMACs()})
 	type combo struct{ cipher, mac string }
 	var combos []combo
 	for _, c := range SupportedCiphers() {

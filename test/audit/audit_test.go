@@ -16,24 +16,6 @@ import (
 
 const strictKex = "kex-strict-s-v00@openssh.com"
 
-// knownBugs are findings reported to their owners and not yet fixed:
-// a substring of the finding line and why it is known. A scan whose only
-// findings are these skips instead of failing; any other finding fails.
-var knownBugs = []struct{ match, why string }{
-	{"(mac) hmac-sha2-256 ", "default MACs include encrypt-and-MAC hmac-sha2-256 (sshd/transport 1cf0f72)"},
-	{"(mac) hmac-sha2-512 ", "default MACs include encrypt-and-MAC hmac-sha2-512 (sshd/transport 1cf0f72)"},
-}
-
-// known returns why a finding is a known bug, or "".
-func known(f finding) string {
-	for _, k := range knownBugs {
-		if strings.Contains(f.line, k.match) {
-			return k.why
-		}
-	}
-	return ""
-}
-
 // finding is one line of the scanner's verdicts.
 type finding struct {
 	level string // fail, warn
@@ -122,13 +104,7 @@ func TestSSHAudit(t *testing.T) {
 	if !strings.Contains(text, "(kex)") {
 		t.Fatalf("ssh-audit did not list key exchanges; output:\n%s", text)
 	}
-	var knownFound []string
 	for _, f := range bad {
-		if why := known(f); why != "" {
-			t.Logf("ssh-audit %s (known bug: %s): %s", f.level, why, f.line)
-			knownFound = append(knownFound, why)
-			continue
-		}
 		t.Errorf("ssh-audit %s: %s", f.level, f.line)
 	}
 	for _, u := range unknown {
@@ -138,11 +114,8 @@ func TestSSHAudit(t *testing.T) {
 		t.Errorf("ssh-audit does not see %s: vulnerable to Terrapin", strictKex)
 	}
 	checkJSON(t, srv, run(t, bin, "-j", "-t", "20", "-p", port, "127.0.0.1"))
-	if t.Failed() || len(knownFound) > 0 {
+	if t.Failed() {
 		t.Logf("ssh-audit said:\n%s", text)
-	}
-	if len(knownFound) > 0 && !t.Failed() {
-		t.Skipf("known bug: %s, see docs/security.md", strings.Join(slices.Compact(knownFound), "; "))
 	}
 }
 

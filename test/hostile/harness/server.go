@@ -45,6 +45,7 @@ import (
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/transport"
 )
 
 // Server is a running in-process server.
@@ -98,6 +99,7 @@ func Start(t testing.TB, mutate func(*sshd.Config)) *Server {
 	s := &Server{User: u.Username, Signer: ClientKey(t), Log: &LogBuffer{}}
 	cfg := &sshd.Config{
 		Registry: Registry(t),
+		MACs:     transport.SupportedMACs(), // cover the encrypt-and-MAC ones too
 		Auth:     authConfig(t, s.Signer),
 		Conn:     &connection.Config{AcceptEnv: []string{"SHLVL"}},
 		Logger:   slog.New(slog.NewTextHandler(s.Log, &slog.HandlerOptions{Level: slog.LevelInfo})),
