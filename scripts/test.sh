@@ -6,12 +6,12 @@
 # fail when OFFLOAD_REQUIRE_TOOLS=1, which CI sets).
 #
 #   ./scripts/test.sh            everything
-#   FUZZTIME=30s ./scripts/test.sh   longer fuzzing per target (default 5s, 0 to skip)
+#   FUZZTIME=30s ./scripts/test.sh   longer fuzzing per target (default 10s, 0 to skip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${CI:-}" = "true" ]; then export OFFLOAD_REQUIRE_TOOLS=1; fi
-FUZZTIME=${FUZZTIME:-5s}
+FUZZTIME=${FUZZTIME:-10s}
 
 # tool -> Debian package
 missing=()
