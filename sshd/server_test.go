@@ -15,25 +15,12 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/sshd/auth"
 )
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// logBuffer collects the server log.
+type logBuffer = sshtest.LogBuffer
 
 // startServer runs a server with cfg on a loopback listener.
 func startServer(t *testing.T, cfg *Config) (*Server, string, *logBuffer, chan error) {

@@ -15,10 +15,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
@@ -89,22 +89,8 @@ type server struct {
 	logs *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects the server log.
+type syncBuffer = sshtest.LogBuffer
 
 // serve starts a server with a (the files are in a temp dir, so mode
 // checks are off).

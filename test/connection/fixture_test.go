@@ -15,12 +15,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
@@ -34,33 +34,15 @@ type fixture struct {
 	logs                 *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects the server log.
+type syncBuffer = sshtest.LogBuffer
 
 // newFixture starts a server; conn, when not nil, is the connection
 // layer's configuration.
 func newFixture(t *testing.T, conn *connection.Config) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), logs: &syncBuffer{}}
-	keygen := testenv.LookPath(t, "ssh-keygen", "apt-get install openssh-client")
-	f.key = filepath.Join(f.dir, "id_ed25519")
-	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", f.key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
+	f.key, _ = sshtest.ClientKey(t, f.dir)
 	f.authorize(t)
 	if conn == nil {
 		conn = &connection.Config{}

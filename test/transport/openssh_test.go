@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
@@ -59,31 +60,13 @@ type fixture struct {
 	logs                            *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects the server log.
+type syncBuffer = sshtest.LogBuffer
 
 func newFixture(t *testing.T, cfg *sshd.Config) *fixture {
 	t.Helper()
 	f := &fixture{ssh: testenv.LookPath(t, "ssh", "apt-get install openssh-client"), dir: t.TempDir(), logs: &syncBuffer{}}
-	keygen := testenv.LookPath(t, "ssh-keygen", "apt-get install openssh-client")
-	f.key = filepath.Join(f.dir, "id_ed25519")
-	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", f.key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
+	f.key, _ = sshtest.ClientKey(t, f.dir)
 	pub, err := os.ReadFile(f.key + ".pub")
 	if err != nil {
 		t.Fatal(err)

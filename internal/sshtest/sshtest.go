@@ -1,0 +1,50 @@
+// Package sshtest holds what the SSH tests of several packages share: a
+// log buffer safe for the server's goroutines, and OpenSSH client keys.
+package sshtest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/offload/offload/internal/testenv"
+)
+
+// LogBuffer collects log output written from many goroutines.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// ClientKey makes an unencrypted ed25519 key with ssh-keygen in dir and
+// returns the private key's path and the public key line. It skips (or,
+// with OFFLOAD_REQUIRE_TOOLS=1, fails) t when ssh-keygen is missing.
+func ClientKey(t testing.TB, dir string) (path string, pub []byte) {
+	t.Helper()
+	keygen := testenv.LookPath(t, "ssh-keygen", "apt-get install openssh-client")
+	path = filepath.Join(dir, "id_ed25519")
+	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(path + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, pub
+}
