@@ -73,6 +73,7 @@ type options struct {
 	keep    bool
 	perf    string
 	budget  time.Duration
+	extra   listFlag // -offload-config lines
 	servers map[string]bool
 	kinds   map[string]bool
 	args    []string
@@ -95,6 +96,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
 	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-win2m, offload-pkcs11")
 	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes")
+	fs.Var(&o.extra, "offload-config", "`line` added to every offload server's configuration, e.g. \"ChannelWindowSize 2097152\"; repeatable")
 	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")
 	fs.StringVar(&o.perf, "perf", "", "record every offload transfer with `perf record -g` into this directory (times include perf's cost)")
@@ -153,3 +155,9 @@ func (o *options) wantServer(name string) bool { return o.servers == nil || o.se
 func (o *options) wantOffload() bool {
 	return o.wantServer(srvOffload) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11) || o.wantServer(srvWindow)
 }
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, "; ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -77,6 +78,10 @@ func setup(ctx context.Context, o *options, t *tools, w *workspace, rep *Report,
 	for _, spec := range serverSpecs(w, t, o.pkcs11) {
 		if !o.wantServer(spec.Name) {
 			continue
+		}
+		if !spec.OpenSSH && len(o.extra) > 0 {
+			spec.Extra = append(append([]string{}, spec.Extra...), o.extra...)
+			spec.Desc += "; plus " + strings.Join(o.extra, "; ")
 		}
 		sv, err := startServer(ctx, spec, w, t, offload, o.Addr, o.Ciphers)
 		if err != nil {
