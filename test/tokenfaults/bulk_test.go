@@ -108,6 +108,9 @@ func outageHandshake(t *testing.T, lb *harness.LogBuffer, srv *harness.Server, c
 	const fallback, refused = "provider failed, trying the next", "no available token offers aes128-gcm"
 	fb, rf := logCount(lb, fallback), logCount(lb, refused)
 	got := roundTrip(t, srv.Addr, cfg, 1<<20)
+	if got != "completed" { // the server may log just after the client sees the refusal
+		waitLog(lb, refused, rf)
+	}
 	fb, rf = logCount(lb, fallback)-fb, logCount(lb, refused)-rf
 	switch {
 	case got == "completed" && fb > 0:

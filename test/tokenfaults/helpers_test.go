@@ -258,3 +258,10 @@ func tokenOps(m *provider.Metrics, name, alg string) uint64 {
 func logCount(lb *harness.LogBuffer, s string) int {
 	return bytes.Count([]byte(lb.String()), []byte(s))
 }
+
+// waitLog waits up to five seconds for more than n log lines containing s.
+func waitLog(lb *harness.LogBuffer, s string, n int) {
+	for deadline := time.Now().Add(5 * time.Second); logCount(lb, s) <= n && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
