@@ -392,3 +392,25 @@ func TestRemoveStale(t *testing.T) {
 		}
 	}
 }
+
+func TestOffloadConfigFlag(t *testing.T) {
+	o, err := parseOptions([]string{"-offload-config", "ChannelWindowSize 2097152", "-offload-config", "LogLevel INFO", "-budget", "5m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.extra) != 2 || o.extra[1] != "LogLevel INFO" || o.budget != 5*time.Minute {
+		t.Errorf("extra %q, budget %v", o.extra, o.budget)
+	}
+	w := &workspace{HostKey: "/k", AuthorizedKeys: "/a", Dir: "/d"}
+	spec := serverSpec{Name: srvOffload, Extra: o.extra}
+	text := configText(spec, w, "127.0.0.1", 2222, defaultCiphers)
+	for _, want := range []string{"Port 2222\n", "ListenAddress 127.0.0.1\n", "ChannelWindowSize 2097152\n", "AcceptEnv SHLVL\n", "CalibrationCache /d/calibration\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("offload config lacks %q:\n%s", want, text)
+		}
+	}
+	ossh := configText(serverSpec{Name: srvOpenSSH, OpenSSH: true}, w, "127.0.0.1", 2222, defaultCiphers)
+	if strings.Contains(ossh, "ChannelWindowSize") || !strings.Contains(ossh, "UsePAM no\n") || !strings.Contains(ossh, "StrictModes no\n") {
+		t.Errorf("OpenSSH config:\n%s", ossh)
+	}
+}
