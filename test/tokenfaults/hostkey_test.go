@@ -165,6 +165,13 @@ func TestHostKeyFailover(t *testing.T) {
 		t.Errorf("established session: %s", kept)
 	}
 	h := p.Health()
-	t.Logf("host key with failover, primary deleted: new handshake completed with the same host key (signed on %s, %d failover log line(s)); established session %s; health primary up=%v backup up=%v",
-		back.Label, moved, kept, h[0].Up, h[1].Up)
+
+	prim.Recreate(t)
+	importKey(t, prim, key, "host")
+	waitHealth(t, p, 0, true)
+	if got := roundTrip(t, srv.Addr, cfg, 1<<20); got != "completed" {
+		t.Fatalf("new connection after the primary token came back: %s", got)
+	}
+	t.Logf("host key with failover, primary deleted: new handshake completed with the same host key (signed on %s, %d failover log line(s)); established session %s; health during the outage primary up=%v backup up=%v; primary restored: handshakes still complete (%d recoveries)",
+		back.Label, moved, kept, h[0].Up, h[1].Up, p.Health()[0].Recoveries)
 }
