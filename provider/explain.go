@@ -84,8 +84,8 @@ func excluded(pol *Policy, alg string, p Provider) string {
 	if !pol.allowsKind(p.Kind()) {
 		return "policy software-only"
 	}
-	if spec, pinned := pol.Pins[alg]; pinned && !matchesProvider(p, spec) {
-		return fmt.Sprintf("pinned to %q", spec)
+	if spec, pinned := pol.Pins[alg]; pinned && pol.Strict && !matchesProvider(p, spec) {
+		return fmt.Sprintf("pinned to %q (strict)", spec)
 	}
 	return ""
 }
@@ -102,11 +102,11 @@ func noneReason(ex *Explanation) string {
 }
 
 // rank orders eligible providers best first and says why the first won.
-// A pinned provider comes first; the others stay behind it as fail-open
-// fallbacks only when they are eligible, which a pin excludes.
+// A pinned provider comes first; unless the policy is strict the others
+// stay behind it, ranked as usual, as fail-open fallbacks.
 func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible []Provider) ([]Provider, string) {
 	if spec, ok := pol.Pins[alg.Name]; ok {
-		return narrow(eligible, spec), fmt.Sprintf("pinned to %q", spec)
+		return pinnedFirst(eligible, spec, pol.Mode), fmt.Sprintf("pinned to %q", spec)
 	}
 	sortByKind(eligible, pol.Mode)
 	if len(eligible) == 1 {
@@ -129,6 +129,21 @@ func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible []Provider) ([]Pro
 	sort.SliceStable(eligible, func(i, j int) bool { return scores[eligible[i]] > scores[eligible[j]] })
 	best := eligible[0]
 	return eligible, fmt.Sprintf("fastest measured: %s", scoreText(alg, scores[best]))
+}
+
+// pinnedFirst puts the providers spec names first (narrowed to the part
+// it names) and the rest behind them in kind order.
+func pinnedFirst(ps []Provider, spec string, mode Mode) []Provider {
+	var pinned, rest []Provider
+	for _, p := range ps {
+		if matchesProvider(p, spec) {
+			pinned = append(pinned, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	sortByKind(rest, mode)
+	return append(narrow(pinned, spec), rest...)
 }
 
 // narrow replaces providers that can serve part of themselves by the part

@@ -173,16 +173,17 @@ func build[T any](r *Registry, alg *Algorithm, make func(Provider) (T, error)) (
 	}
 	strict := r.Policy().Strict
 	var errs []error
-	for _, p := range ex.ranked {
+	for i, p := range ex.ranked {
 		v, err := make(p)
 		if err == nil {
 			return v, p, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
-		if strict {
+		if strict || i == len(ex.ranked)-1 {
 			break
 		}
-		r.log.Warn("provider failed, trying the next", "algorithm", alg.Name, "provider", p.Name(), "err", err)
+		r.log.Warn("provider failed, trying the next", "algorithm", alg.Name, "provider", p.Name(),
+			"next", ex.ranked[i+1].Name(), "err", err)
 	}
 	return zero, nil, fmt.Errorf("provider: %s: %w", alg.Name, errors.Join(errs...))
 }

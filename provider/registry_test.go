@@ -146,6 +146,27 @@ func TestFailOpenAndStrict(t *testing.T) {
 	}
 }
 
+// A pinned provider that fails falls through to the others unless the
+// policy is strict; then the others are not even candidates.
+func TestPinFailOpen(t *testing.T) {
+	broken := &fake{name: "hw", kind: provider.KindHardware, algs: gcm, fail: errors.New("token gone")}
+	sw := &fake{name: "sw", kind: provider.KindSoftware, algs: gcm}
+	r := newReg(t, broken, sw)
+	pins := map[string]string{"aes128-gcm": "hw"}
+	r.SetPolicy(provider.Policy{Pins: pins})
+	if _, err := r.AEAD("aes128-gcm", make([]byte, 16)); err != nil || sw.built != 1 {
+		t.Fatalf("pinned provider failed and no fallback: err=%v built=%d", err, sw.built)
+	}
+	r.SetPolicy(provider.Policy{Pins: pins, Strict: true})
+	ex := choose(t, r, "aes128-gcm")
+	if ex.Chosen != "hw" || ex.Candidates[1].Excluded == "" {
+		t.Errorf("strict pin: %+v", ex)
+	}
+	if _, err := r.AEAD("aes128-gcm", make([]byte, 16)); err == nil || sw.built != 1 {
+		t.Fatalf("strict pin fell back: err=%v built=%d", err, sw.built)
+	}
+}
+
 func TestBadInputErrors(t *testing.T) {
 	r := newReg(t, &fake{name: "sw", kind: provider.KindSoftware, algs: gcm})
 	cases := []struct {
