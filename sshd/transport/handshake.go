@@ -202,8 +202,8 @@ func (c *Conn) writeKex(p []byte) error {
 	return c.writeLocked(p)
 }
 
-// newKeys derives the keys, sends NEWKEYS (and EXT_INFO after the first),
-// waits for the client's NEWKEYS and switches both directions.
+// newKeys derives the keys, sends NEWKEYS, waits for the client's NEWKEYS,
+// switches both directions and, after the first exchange, sends EXT_INFO.
 func (c *Conn) newKeys(a *algorithms, res *kexResult) error {
 	if c.sessionID == nil {
 		c.sessionID = res.H
@@ -228,8 +228,26 @@ func (c *Conn) newKeys(a *algorithms, res *kexResult) error {
 		return err
 	}
 	c.switchRead(rc, a.cipherCS)
+	if err := c.sendExtInfo(); err != nil {
+		return err
+	}
 	c.finishKex()
 	return nil
+}
+
+// sendExtInfo sends EXT_INFO after the first exchange, once the client's
+// NEWKEYS is in: answering it at once gives the kernel a segment to carry
+// the ACK of that NEWKEYS, which the client (Nagle on, as OpenSSH's is
+// for non-interactive sessions) is waiting for before it sends its next
+// request. Sent earlier, the server has nothing to say and the client
+// waits out the 40 ms delayed ACK. Queued packets follow it.
+func (c *Conn) sendExtInfo() error {
+	if c.kexCount != 0 || !c.extInfo {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.writeLocked(extInfoMsg(c.srv.sigAlgs))
 }
 
 // switchWrite sends NEWKEYS under the old keys and installs wc.
@@ -248,9 +266,6 @@ func (c *Conn) switchWrite(wc packetCipher, cs *cipherSpec) error {
 	}
 	c.wr.bytes, c.wr.packets = 0, 0
 	c.wLimit = c.srv.rekeyLimit(cs)
-	if c.kexCount == 0 && c.extInfo {
-		return c.writeLocked(extInfoMsg(c.srv.sigAlgs))
-	}
 	return nil
 }
 
