@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -240,7 +241,7 @@ func verifyOp(alg *provider.Algorithm, p provider.Provider) (func() error, error
 		return nil, err
 	}
 	msg, opts := provider.SignInput(alg, []byte("offload speed"))
-	sig, err := s.Sign(nil, msg, opts)
+	sig, err := s.Sign(rand.Reader, msg, opts)
 	if err != nil {
 		return nil, err
 	}
