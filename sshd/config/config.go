@@ -88,7 +88,7 @@ const (
 	DefaultMaxSessions        = 10
 	DefaultLoginGraceTime     = 120 * time.Second
 	DefaultClientAliveCount   = 3
-	DefaultChannelWindowSize  = 16 << 20
+	DefaultChannelWindowSize  = 2 << 20 // OpenSSH's; larger ones slow OpenSSH clients (docs/benchmarks.md)
 	DefaultPermitRootLogin    = "prohibit-password"
 	DefaultAllowTCPForwarding = "yes"
 	DefaultLogLevel           = "INFO"

@@ -31,7 +31,7 @@ func TestDefaults(t *testing.T) {
 	if !c.PubkeyAuthentication || !c.StrictModes || c.PasswordAuthentication || c.PermitRootLogin != "prohibit-password" {
 		t.Errorf("auth defaults wrong: %+v", c)
 	}
-	if c.MaxStartups != (MaxStartups{10, 30, 100}) || c.ChannelWindowSize != 16<<20 || c.LogLevel != "INFO" {
+	if c.MaxStartups != (MaxStartups{10, 30, 100}) || c.ChannelWindowSize != 2<<20 || c.LogLevel != "INFO" {
 		t.Errorf("defaults wrong: %+v", c)
 	}
 	if c.Subsystem("sftp") != InternalSFTP || c.AllowTCPForwarding != "yes" {

@@ -27,6 +27,7 @@ func TestServerRekey(t *testing.T) {
 	e := newEnv(t, func(c *sshd.Config) {
 		c.RekeyLimit = rekeyLimit
 		c.KexTimeout = kexTimeout
+		c.Conn.WindowSize = 8 << 20 // the client sends 4 MiB without reading
 	})
 	e.run("late-kex-answer", func(t *testing.T) {
 		rc := e.loggedIn(t)
