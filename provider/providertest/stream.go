@@ -133,7 +133,7 @@ func (st *streamTest) counterCarry(t *testing.T) {
 
 func (st *streamTest) bufferRules(t *testing.T) {
 	key, iv := st.g.bytes(st.alg.KeySize), st.g.bytes(st.alg.NonceSize)
-	checkXORRules(t, func(dst, src []byte) { st.xor(t, key, iv, dst, src) }, st.g)
+	checkXORRules(t, func(dst, src []byte) { st.xor(t, key, iv, dst, src) }, st.g, 100)
 }
 
 // xor runs a fresh stream for key and iv over src once and releases it.
@@ -147,9 +147,8 @@ func (st *streamTest) xor(t *testing.T, key, iv, dst, src []byte) {
 // checkXORRules checks the crypto/cipher rules of a fresh XOR operation
 // xor: in place works, dst longer than src keeps its tail, empty input is
 // fine, a shorter dst or an inexact overlap panics, src is not modified.
-func checkXORRules(t *testing.T, xor func(dst, src []byte), g *rng) {
+func checkXORRules(t *testing.T, xor func(dst, src []byte), g *rng, n int) {
 	t.Helper()
-	const n = 100
 	src := g.bytes(n)
 	saved := clone(src)
 	want := make([]byte, n)
@@ -250,20 +249,37 @@ func (kt *keyStreamTest) knownAnswers(t *testing.T) {
 	}
 }
 
+// packetSizes are lengths around block and packet boundaries, where a
+// keystream that splits its input (SIMD width, a portable tail) can slip.
+var packetSizes = []int{1, 63, 64, 65, 255, 256, 257, 271, 272, 273, 319, 320, 335, 336, 1024, 1500, 16383, 32768 + 13, 65536, 256 << 10}
+
 func (kt *keyStreamTest) reference(t *testing.T) {
 	for i := 0; i < 60; i++ {
-		nonce, n := kt.g.bytes(kt.alg.NonceSize), kt.g.intn(700)
 		counter := []uint32{0, 1, 2, uint32(kt.g.intn(1 << 20))}[i%4]
-		src := kt.g.bytes(n)
-		want := make([]byte, n)
-		if !refKeyStream(kt.alg, kt.key, nonce, counter, want, src) {
-			t.Skipf("no reference for %s", kt.alg.Name)
-		}
-		got := make([]byte, n)
-		kt.ks.XORKeyStreamAt(got, src, nonce, counter)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("nonce %x counter %d, %d bytes: got %s, reference gives %s", nonce, counter, n, short(got), short(want))
-		}
+		kt.compare(t, counter, kt.g.intn(700), i%2 == 0)
+	}
+	for i, n := range packetSizes {
+		kt.compare(t, 1, n, i%2 == 0)
+	}
+}
+
+// compare checks n bytes at counter against the reference, in place or
+// into a separate buffer.
+func (kt *keyStreamTest) compare(t *testing.T, counter uint32, n int, inPlace bool) {
+	t.Helper()
+	nonce, src := kt.g.bytes(kt.alg.NonceSize), kt.g.bytes(n)
+	want := make([]byte, n)
+	if !refKeyStream(kt.alg, kt.key, nonce, counter, want, src) {
+		t.Skipf("no reference for %s", kt.alg.Name)
+	}
+	got := make([]byte, n)
+	if inPlace {
+		copy(got, src)
+		src = got
+	}
+	kt.ks.XORKeyStreamAt(got, src, nonce, counter)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("nonce %x counter %d, %d bytes (in place %v): got %s, reference gives %s", nonce, counter, n, inPlace, short(got), short(want))
 	}
 }
 
@@ -323,5 +339,8 @@ func (kt *keyStreamTest) wrongNonceSize(t *testing.T) {
 
 func (kt *keyStreamTest) bufferRules(t *testing.T) {
 	nonce := kt.g.bytes(kt.alg.NonceSize)
-	checkXORRules(t, func(dst, src []byte) { kt.ks.XORKeyStreamAt(dst, src, nonce, 5) }, kt.g)
+	checkXORRules(t, func(dst, src []byte) { kt.ks.XORKeyStreamAt(dst, src, nonce, 5) }, kt.g, 100)
+	// Counter 1 on a long input is the SSH packet path, where an
+	// implementation may take a faster road than for short ones.
+	checkXORRules(t, func(dst, src []byte) { kt.ks.XORKeyStreamAt(dst, src, nonce, 1) }, kt.g, 1000)
 }

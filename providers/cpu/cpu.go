@@ -1,6 +1,7 @@
 // Package cpu is offload's provider for cryptography done by CPU
 // instructions: AES-GCM and AES-CTR where the CPU has AES and carry-less
-// multiplication, and SHA-2 where it has SHA instructions.
+// multiplication, the ChaCha20 keystream where amd64 has AVX2 and BMI2, and
+// SHA-2 where it has SHA instructions.
 //
 // # Detection
 //
@@ -37,10 +38,11 @@ type Provider struct {
 }
 
 var (
-	_ provider.Provider       = (*Provider)(nil)
-	_ provider.AEADProvider   = (*Provider)(nil)
-	_ provider.StreamProvider = (*Provider)(nil)
-	_ provider.HashProvider   = (*Provider)(nil)
+	_ provider.Provider          = (*Provider)(nil)
+	_ provider.AEADProvider      = (*Provider)(nil)
+	_ provider.StreamProvider    = (*Provider)(nil)
+	_ provider.KeyStreamProvider = (*Provider)(nil)
+	_ provider.HashProvider      = (*Provider)(nil)
 )
 
 const hw = provider.FlagHardware | provider.FlagConstantTime
@@ -57,6 +59,7 @@ func New(f Features) *Provider {
 	}
 	add(f.AES && f.CLMUL, provider.OpSeal|provider.OpOpen, "aes128-gcm", "aes256-gcm")
 	add(f.AES, provider.OpEncrypt, "aes128-ctr", "aes256-ctr")
+	add(f.Arch == "amd64" && f.AVX2 && f.BMI2, provider.OpEncrypt, "chacha20")
 	add(f.SHA2, provider.OpHash, "sha256")
 	add(f.SHA512, provider.OpHash, "sha384", "sha512")
 	return p

@@ -17,6 +17,9 @@ type Features struct {
 	AES, CLMUL bool
 	// Reported for information: the wide-vector forms Go's assembly uses.
 	AVX2, AVX512F, VAES, VPCLMULQDQ bool
+	// BMI2 with AVX2 on amd64 runs golang.org/x/crypto's ChaCha20-Poly1305
+	// assembly, which the provider's ChaCha20 keystream is built on.
+	BMI2 bool
 	// SHA2 and SHA512 instructions (arm64, s390x). x/sys/cpu does not
 	// report the x86 SHA extensions, so they are never claimed there.
 	SHA2, SHA512 bool
@@ -29,7 +32,7 @@ func Detect() Features {
 	case "amd64", "386":
 		x := cpu.X86
 		f.AES, f.CLMUL = x.HasAES, x.HasPCLMULQDQ
-		f.AVX2, f.AVX512F = x.HasAVX2, x.HasAVX512F
+		f.AVX2, f.AVX512F, f.BMI2 = x.HasAVX2, x.HasAVX512F, x.HasBMI2
 		f.VAES, f.VPCLMULQDQ = x.HasAVX512VAES, x.HasAVX512VPCLMULQDQ
 	case "arm64":
 		a := cpu.ARM64
@@ -53,6 +56,7 @@ func (f Features) List() []string {
 	add(f.AES, "aes")
 	add(f.CLMUL, clmulName(f.Arch))
 	add(f.AVX2, "avx2")
+	add(f.BMI2, "bmi2")
 	add(f.AVX512F, "avx512f")
 	add(f.VAES, "vaes")
 	add(f.VPCLMULQDQ, "vpclmulqdq")
@@ -79,12 +83,12 @@ func Mask(f Features, spec string) (Features, error) {
 	if spec == "none" {
 		return Features{Arch: f.Arch}, nil
 	}
-	fields := map[string]*bool{"aes": &f.AES, "pclmulqdq": &f.CLMUL, "pmull": &f.CLMUL, "avx2": &f.AVX2,
+	fields := map[string]*bool{"aes": &f.AES, "pclmulqdq": &f.CLMUL, "pmull": &f.CLMUL, "avx2": &f.AVX2, "bmi2": &f.BMI2,
 		"avx512f": &f.AVX512F, "vaes": &f.VAES, "vpclmulqdq": &f.VPCLMULQDQ, "sha2": &f.SHA2, "sha512": &f.SHA512}
 	for _, name := range strings.Split(spec, ",") {
 		p, ok := fields[strings.TrimSpace(name)]
 		if !ok {
-			return f, fmt.Errorf("cpu: unknown feature %q in mask (want none or names among aes, pclmulqdq, pmull, avx2, avx512f, vaes, vpclmulqdq, sha2, sha512)", name)
+			return f, fmt.Errorf("cpu: unknown feature %q in mask (want none or names among aes, pclmulqdq, pmull, avx2, bmi2, avx512f, vaes, vpclmulqdq, sha2, sha512)", name)
 		}
 		*p = false
 	}
