@@ -5,7 +5,7 @@ package pkcs11
 import "github.com/miekg/pkcs11"
 
 // api is the part of the PKCS #11 function table offload calls. The
-// module's *pkcs11.Ctx implements it; tests wrap it to inject faults.
+// module's *pkcs11.Ctx implements it; a FaultInjector wraps it.
 type api interface {
 	GetInfo() (pkcs11.Info, error)
 	GetSlotList(tokenPresent bool) ([]uint, error)
@@ -42,7 +42,8 @@ const (
 	ckkECEdwards           = 0x40   // CKK_EC_EDWARDS
 )
 
-// testHooks let tests wrap the module's function table.
+// testHooks let tests wrap the module's function table (benchmarks
+// replace the token's work with no-ops).
 type testHooks struct {
 	wrap func(api) api
 }

@@ -68,8 +68,11 @@ type Config struct {
 	NoFallback bool
 	// Logger receives fault and recovery reports; PINs never reach it.
 	Logger *slog.Logger
+	// Faults, when set, makes chosen module calls fail or answer late, for
+	// tests and chaos drills (see FaultInjector). Nil in production.
+	Faults *FaultInjector
 
-	// testHooks, in tests, wraps the module's function table to inject faults.
+	// testHooks, in tests, wraps the module's function table (after Faults).
 	testHooks *testHooks
 }
 

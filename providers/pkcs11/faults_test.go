@@ -1,197 +1,208 @@
-//go:build cgo && !nopkcs11
-
 package pkcs11
 
 import (
+	"strings"
 	"sync"
-
-	"github.com/miekg/pkcs11"
+	"testing"
+	"time"
 )
 
-// faults wraps a module's function table, counts calls and makes chosen
-// functions fail with chosen CKR_* values a chosen number of times.
-type faults struct {
-	mu       sync.Mutex
-	calls    map[string]int
-	rules    []*faultRule
-	sessSlot map[pkcs11.SessionHandle]uint
-}
-
-type faultRule struct {
-	fn    string
-	code  uint
-	times int   // < 0: always
-	slot  *uint // nil: every slot
-}
-
-func (f *faults) hooks() *testHooks {
-	return &testHooks{wrap: func(a api) api { return &faultAPI{api: a, f: f} }}
-}
-
-// inject makes fn fail with code the next times calls (times < 0: always).
-func (f *faults) inject(fn string, code uint, times int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rules = append(f.rules, &faultRule{fn: fn, code: code, times: times})
-}
-
-// injectSlot is inject for calls on one slot only.
-func (f *faults) injectSlot(slot uint, fn string, code uint, times int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rules = append(f.rules, &faultRule{fn: fn, code: code, times: times, slot: &slot})
-}
-
-// clear removes every rule.
-func (f *faults) clear() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rules = nil
-}
-
-func (f *faults) count(fn string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[fn]
-}
-
-func (f *faults) hit(fn string) error { return f.hitSlot(fn, nil) }
-
-func (f *faults) hitSession(fn string, h pkcs11.SessionHandle) error {
-	f.mu.Lock()
-	slot, ok := f.sessSlot[h]
-	f.mu.Unlock()
-	if !ok {
-		return f.hitSlot(fn, nil)
+func TestFaultInjectRejectsBadInput(t *testing.T) {
+	bad := map[string]Fault{
+		"no calls":        {Code: CKRDeviceRemoved},
+		"unknown call":    {Calls: []string{"Sing"}, Code: CKRDeviceRemoved},
+		"negative times":  {Calls: []string{"sign"}, Code: CKRDeviceRemoved, Times: -1},
+		"negative delay":  {Calls: []string{"sign"}, Delay: -time.Millisecond},
+		"max below delay": {Calls: []string{"sign"}, Delay: time.Second, MaxDelay: time.Millisecond},
+		"does nothing":    {Calls: []string{"sign"}},
 	}
-	return f.hitSlot(fn, &slot)
-}
-
-func (f *faults) hitSlot(fn string, slot *uint) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.calls == nil {
-		f.calls = map[string]int{}
-	}
-	f.calls[fn]++
-	for _, r := range f.rules {
-		if r.slot != nil && (slot == nil || *slot != *r.slot) {
-			continue
+	var f FaultInjector
+	for name, ft := range bad {
+		if _, err := f.Inject(ft); err == nil || !strings.HasPrefix(err.Error(), "pkcs11: ") {
+			t.Errorf("%s: Inject(%+v) = %v, want a pkcs11: error", name, ft, err)
 		}
-		if r.fn == fn && r.times != 0 {
-			if r.times > 0 {
-				r.times--
+	}
+	if f.Active() != 0 {
+		t.Errorf("%d faults active after only bad input", f.Active())
+	}
+	var nilF *FaultInjector
+	if _, err := nilF.Inject(Fault{Calls: []string{"sign"}, Code: 1}); err == nil {
+		t.Errorf("Inject on a nil injector succeeded")
+	}
+	nilF.Clear()
+	if nilF.Remove(1) || nilF.Active() != 0 || nilF.Calls("sign") != 0 {
+		t.Errorf("nil injector reports state")
+	}
+}
+
+func TestFaultTimesAndGroups(t *testing.T) {
+	var f FaultInjector
+	if _, err := f.Fail(CKRSessionHandleInvalid, 2, "bulk"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.before(fnSign, 0, false); c != 0 {
+		t.Errorf("Sign failed with %#x under a bulk fault", c)
+	}
+	for i, fn := range []int{fnEncrypt, fnDecryptInit, fnEncrypt} {
+		want := CKRSessionHandleInvalid
+		if i == 2 {
+			want = 0 // Times ran out
+		}
+		if c := f.before(fn, 0, false); c != want {
+			t.Errorf("call %d (%s): code %#x, want %#x", i, faultFuncs[fn], c, want)
+		}
+	}
+	if f.Active() != 0 {
+		t.Errorf("a fault whose Times ran out is still active")
+	}
+	if got := f.Injected("bulk"); got != 2 {
+		t.Errorf("Injected(bulk) = %d, want 2", got)
+	}
+	if got := f.Calls("encrypt"); got != 2 {
+		t.Errorf("Calls(encrypt) = %d, want 2", got)
+	}
+	if got := f.Calls("C_sign"); got != 1 {
+		t.Errorf("Calls(C_sign) = %d, want 1", got)
+	}
+}
+
+func TestFaultSlotsAndOrder(t *testing.T) {
+	var f FaultInjector
+	first, _ := f.Fail(CKRDeviceRemoved, 0, "all")
+	f.Remove(first)
+	id, err := f.Inject(Fault{Calls: []string{"sign", "probe"}, Code: CKRDeviceRemoved, Slots: []uint{7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fail(CKRDeviceError, 0, "Sign"); err != nil {
+		t.Fatal(err)
+	}
+	f.opened(100, 7)
+	f.opened(200, 8)
+	checks := []struct {
+		code uint
+		got  uint
+	}{
+		{CKRDeviceRemoved, f.beforeSession(fnSign, 100)},
+		{CKRDeviceError, f.beforeSession(fnSign, 200)}, // only the second fault matches slot 8
+		{CKRDeviceRemoved, f.before(fnGetTokenInfo, 7, true)},
+		{0, f.before(fnGetTokenInfo, 8, true)},
+		{0, f.before(fnGetSlotList, 0, false)},
+	}
+	for i, c := range checks {
+		if c.got != c.code {
+			t.Errorf("check %d: code %#x, want %#x", i, c.got, c.code)
+		}
+	}
+	f.closed(100)
+	if c := f.beforeSession(fnSign, 100); c != CKRDeviceError {
+		t.Errorf("closed session: %#x, want only the slot-less fault", c)
+	}
+	if !f.Remove(id) || f.Remove(id) {
+		t.Errorf("Remove: want true once, then false")
+	}
+	f.Clear()
+	if c := f.beforeSession(fnSign, 200); c != 0 || f.Active() != 0 {
+		t.Errorf("after Clear: code %#x, %d active", c, f.Active())
+	}
+}
+
+func TestFaultDelay(t *testing.T) {
+	var f FaultInjector
+	if _, err := f.Slow(20*time.Millisecond, 40*time.Millisecond, 3, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fail(CKRDeviceMemory, 1, "Sign"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if c := f.before(fnSign, 0, false); c != CKRDeviceMemory {
+		t.Errorf("delay and failure together: code %#x, want the failure", c)
+	}
+	for range 2 {
+		if c := f.before(fnSignInit, 0, false); c != 0 {
+			t.Errorf("a delay-only fault failed a call: %#x", c)
+		}
+	}
+	if d := time.Since(start); d < 60*time.Millisecond {
+		t.Errorf("three delayed calls took %v, want at least 60ms", d)
+	}
+	if f.Active() != 0 || f.Injected("sign") != 3 {
+		t.Errorf("after three calls: %d faults active, %d calls injected; want 0 and 3", f.Active(), f.Injected("sign"))
+	}
+}
+
+// TestFaultConcurrent injects, counts and clears from many goroutines;
+// run it with -race.
+func TestFaultConcurrent(t *testing.T) {
+	var f FaultInjector
+	if _, err := f.Fail(CKRSessionHandleInvalid, 500, "Encrypt"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				h := uint(g*1000 + i)
+				f.opened(h, uint(g))
+				f.beforeSession(fnEncrypt, h)
+				f.closed(h)
+				if i%50 == 0 {
+					id, _ := f.Slow(0, time.Microsecond, 1, "Decrypt")
+					f.Remove(id)
+				}
 			}
-			return pkcs11.Error(r.code)
+		}()
+	}
+	wg.Wait()
+	if got := f.Injected("Encrypt"); got != 500 {
+		t.Errorf("Injected = %d, want exactly the 500 Times of the fault", got)
+	}
+	if got := f.Calls("Encrypt"); got != 1600 {
+		t.Errorf("Calls = %d, want 1600", got)
+	}
+}
+
+func TestParseFault(t *testing.T) {
+	ft, err := ParseFault("calls=sign,bulk code=CKR_DEVICE_REMOVED times=3 slot=12,13 delay=50ms max-delay=200ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Fault{Calls: []string{"sign", "bulk"}, Code: CKRDeviceRemoved, Times: 3, Slots: []uint{12, 13},
+		Delay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond}
+	if ft.String() != want.String() {
+		t.Errorf("parsed %q, want %q", ft, want)
+	}
+	again, err := ParseFault(ft.String())
+	if err != nil || again.String() != ft.String() {
+		t.Errorf("round trip: %q, %v", again, err)
+	}
+	for _, s := range []string{"code=session_handle_invalid calls=Encrypt", "calls=all code=0xB3", "calls=decrypt code=179"} {
+		if ft, err := ParseFault(s); err != nil || ft.Code != CKRSessionHandleInvalid {
+			t.Errorf("%q: %+v, %v", s, ft, err)
 		}
 	}
-	return nil
-}
-
-type faultAPI struct {
-	api
-	f *faults
-}
-
-func (x *faultAPI) GetTokenInfo(slot uint) (pkcs11.TokenInfo, error) {
-	if err := x.f.hitSlot("GetTokenInfo", &slot); err != nil {
-		return pkcs11.TokenInfo{}, err
-	}
-	return x.api.GetTokenInfo(slot)
-}
-
-func (x *faultAPI) OpenSession(slot, flags uint) (pkcs11.SessionHandle, error) {
-	if err := x.f.hitSlot("OpenSession", &slot); err != nil {
-		return 0, err
-	}
-	h, err := x.api.OpenSession(slot, flags)
-	if err == nil {
-		x.f.mu.Lock()
-		if x.f.sessSlot == nil {
-			x.f.sessSlot = map[pkcs11.SessionHandle]uint{}
+	for _, s := range []string{"", "calls=sign", "code=CKR_DEVICE_REMOVED", "calls=sign code=CKR_NOPE",
+		"calls=sign code=0x32 times=x", "calls=sign delay=fast", "calls=sign code=0x32 slot=a",
+		"calls=sign code=0x32 color=red", "calls=sign calls=bulk code=0x32", "calls=sign code", "calls=sign code=0x32 times=-2"} {
+		if _, err := ParseFault(s); err == nil || !strings.HasPrefix(err.Error(), "pkcs11: ") {
+			t.Errorf("ParseFault(%q) = %v, want a pkcs11: error", s, err)
 		}
-		x.f.sessSlot[h] = slot
-		x.f.mu.Unlock()
 	}
-	return h, err
 }
 
-func (x *faultAPI) Login(sh pkcs11.SessionHandle, userType uint, pin string) error {
-	if err := x.f.hitSession("Login", sh); err != nil {
-		return err
+func TestCKRNames(t *testing.T) {
+	for name, code := range ckrNames {
+		if got, err := ParseCKR(name); err != nil || got != code {
+			t.Errorf("ParseCKR(%s) = %#x, %v", name, got, err)
+		}
+		if CKRName(code) != name {
+			t.Errorf("CKRName(%#x) = %s, want %s", code, CKRName(code), name)
+		}
 	}
-	return x.api.Login(sh, userType, pin)
-}
-
-func (x *faultAPI) SignInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error {
-	if err := x.f.hitSession("SignInit", sh); err != nil {
-		return err
+	if CKRName(0x12345) != "0x12345" {
+		t.Errorf("CKRName of an unknown value: %s", CKRName(0x12345))
 	}
-	return x.api.SignInit(sh, m, o)
-}
-
-func (x *faultAPI) Sign(sh pkcs11.SessionHandle, msg []byte) ([]byte, error) {
-	if err := x.f.hitSession("Sign", sh); err != nil {
-		_, _ = x.api.Sign(sh, msg) // a failed call ends the operation, as the standard says
-		return nil, err
-	}
-	return x.api.Sign(sh, msg)
-}
-
-func (x *faultAPI) EncryptInit(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, o pkcs11.ObjectHandle) error {
-	if err := x.f.hitSession("EncryptInit", sh); err != nil {
-		return err
-	}
-	return x.api.EncryptInit(sh, m, o)
-}
-
-func (x *faultAPI) Encrypt(sh pkcs11.SessionHandle, msg []byte) ([]byte, error) {
-	if err := x.f.hitSession("Encrypt", sh); err != nil {
-		_, _ = x.api.Encrypt(sh, msg) // a failed call ends the operation, as the standard says
-		return nil, err
-	}
-	return x.api.Encrypt(sh, msg)
-}
-
-func (x *faultAPI) Decrypt(sh pkcs11.SessionHandle, msg []byte) ([]byte, error) {
-	if err := x.f.hitSession("Decrypt", sh); err != nil {
-		_, _ = x.api.Decrypt(sh, msg) // a failed call ends the operation, as the standard says
-		return nil, err
-	}
-	return x.api.Decrypt(sh, msg)
-}
-
-func (x *faultAPI) CreateObject(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) (pkcs11.ObjectHandle, error) {
-	if err := x.f.hitSession("CreateObject", sh); err != nil {
-		return 0, err
-	}
-	return x.api.CreateObject(sh, temp)
-}
-
-func (x *faultAPI) GenerateKeyPair(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, pub, priv []*pkcs11.Attribute) (pkcs11.ObjectHandle, pkcs11.ObjectHandle, error) {
-	if err := x.f.hitSession("GenerateKeyPair", sh); err != nil {
-		return 0, 0, err
-	}
-	return x.api.GenerateKeyPair(sh, m, pub, priv)
-}
-
-func (x *faultAPI) DeriveKey(sh pkcs11.SessionHandle, m []*pkcs11.Mechanism, base pkcs11.ObjectHandle, a []*pkcs11.Attribute) (pkcs11.ObjectHandle, error) {
-	if err := x.f.hitSession("DeriveKey", sh); err != nil {
-		return 0, err
-	}
-	return x.api.DeriveKey(sh, m, base, a)
-}
-
-func (x *faultAPI) FindObjectsInit(sh pkcs11.SessionHandle, temp []*pkcs11.Attribute) error {
-	if err := x.f.hitSession("FindObjectsInit", sh); err != nil {
-		return err
-	}
-	return x.api.FindObjectsInit(sh, temp)
-}
-
-func (x *faultAPI) GetMechanismList(slot uint) ([]*pkcs11.Mechanism, error) {
-	if err := x.f.hit("GetMechanismList"); err != nil {
-		return nil, err
-	}
-	return x.api.GetMechanismList(slot)
 }

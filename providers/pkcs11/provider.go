@@ -94,6 +94,9 @@ func Open(cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	c := &core{cfg: cfg, mod: mod, api: mod.ctx, log: cfg.logger(), stop: make(chan struct{}), freshModule: fresh}
+	if cfg.Faults != nil {
+		c.api = cfg.Faults.wrap(c.api)
+	}
 	if cfg.testHooks != nil && cfg.testHooks.wrap != nil {
 		c.api = cfg.testHooks.wrap(c.api)
 	}

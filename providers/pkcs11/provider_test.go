@@ -290,10 +290,10 @@ func TestWrongPIN(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := strings.Replace(tok.TokenURI(), "pin-source="+escapeForTest(tok.PINFile), "pin-source="+escapeForTest(bad), 1)
-	f := &faults{}
+	f := &FaultInjector{}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	_, err := OpenURI(ref, Config{HealthInterval: -1, testHooks: f.hooks(), Logger: logger})
+	_, err := OpenURI(ref, Config{HealthInterval: -1, Faults: f, Logger: logger})
 	if !errors.Is(err, ErrPINRejected) {
 		t.Fatalf("err = %v, want ErrPINRejected", err)
 	}
@@ -301,7 +301,7 @@ func TestWrongPIN(t *testing.T) {
 	if !strings.Contains(msg, "CKR_PIN_INCORRECT") || !strings.Contains(msg, "wrongpin") || strings.Contains(msg, wrong) {
 		t.Errorf("error %q: want CKR_PIN_INCORRECT and the token, without the PIN", msg)
 	}
-	if n := f.count("Login"); n != 1 {
+	if n := f.Calls("Login"); n != 1 {
 		t.Errorf("Login called %d times, want exactly 1", n)
 	}
 	if strings.Contains(logs.String(), wrong) || !strings.Contains(logs.String(), "refused the PIN") {

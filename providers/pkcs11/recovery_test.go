@@ -24,15 +24,25 @@ import (
 )
 
 // faultyKey opens a provider with a fault injector and a P-256 token key.
-func faultyKey(t *testing.T, label string) (*Provider, *faults, crypto.Signer) {
+func faultyKey(t *testing.T, label string) (*Provider, *FaultInjector, crypto.Signer) {
 	t.Helper()
-	f := &faults{}
-	p, tok := open(t, label, Config{testHooks: f.hooks()})
+	f := &FaultInjector{}
+	p, tok := open(t, label, Config{Faults: f})
 	s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, f, s
+}
+
+// mustFail injects ft into f.
+func mustFail(t *testing.T, f *FaultInjector, ft Fault) FaultID {
+	t.Helper()
+	id, err := f.Inject(ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 func signOK(t *testing.T, s crypto.Signer) {
@@ -71,48 +81,48 @@ func TestFaultClasses(t *testing.T) {
 
 func TestFaultSessionReopened(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-session")
-	opens := f.count("OpenSession")
-	f.inject("SignInit", pkcs11.CKR_SESSION_HANDLE_INVALID, 1)
+	opens := f.Calls("OpenSession")
+	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
 	signOK(t, s)
-	if f.count("OpenSession") <= opens {
+	if f.Calls("OpenSession") <= opens {
 		t.Errorf("no new session opened after CKR_SESSION_HANDLE_INVALID")
 	}
 }
 
 func TestFaultHandleRefound(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-handle")
-	finds := f.count("FindObjectsInit")
-	f.inject("SignInit", pkcs11.CKR_KEY_HANDLE_INVALID, 1)
+	finds := f.Calls("FindObjectsInit")
+	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_KEY_HANDLE_INVALID, Times: 1})
 	signOK(t, s)
-	if f.count("FindObjectsInit") <= finds {
+	if f.Calls("FindObjectsInit") <= finds {
 		t.Errorf("key not looked up again after CKR_KEY_HANDLE_INVALID")
 	}
 }
 
 func TestFaultLoginRedone(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-login")
-	f.inject("SignInit", pkcs11.CKR_USER_NOT_LOGGED_IN, 1)
+	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_USER_NOT_LOGGED_IN, Times: 1})
 	signOK(t, s)
-	if n := f.count("SignInit"); n < 2 {
+	if n := f.Calls("SignInit"); n < 2 {
 		t.Errorf("SignInit called %d times; want a retry after the login check", n)
 	}
 }
 
 func TestFaultBusyRetried(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-busy")
-	f.inject("Sign", pkcs11.CKR_DEVICE_MEMORY, 2)
+	mustFail(t, f, Fault{Calls: []string{"Sign"}, Code: pkcs11.CKR_DEVICE_MEMORY, Times: 2})
 	signOK(t, s)
 }
 
 func TestFaultInputNotRetried(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-input")
-	f.inject("Sign", pkcs11.CKR_DATA_LEN_RANGE, 1)
-	before := f.count("Sign")
+	mustFail(t, f, Fault{Calls: []string{"Sign"}, Code: pkcs11.CKR_DATA_LEN_RANGE, Times: 1})
+	before := f.Calls("Sign")
 	d := sha256.Sum256(nil)
 	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); ClassOf(err) != ClassInput {
 		t.Errorf("err = %v, want class input", err)
 	}
-	if n := f.count("Sign") - before; n != 1 {
+	if n := f.Calls("Sign") - before; n != 1 {
 		t.Errorf("Sign tried %d times for a bad-input error, want 1", n)
 	}
 }
@@ -121,8 +131,7 @@ func TestFaultInputNotRetried(t *testing.T) {
 // (no software fallback), and the same signer works once the token is back.
 func TestFaultDeviceFailsClosed(t *testing.T) {
 	p, f, s := faultyKey(t, "fault-device")
-	f.inject("SignInit", pkcs11.CKR_DEVICE_REMOVED, -1)
-	f.inject("GetTokenInfo", pkcs11.CKR_DEVICE_REMOVED, -1)
+	mustFail(t, f, Fault{Calls: []string{"SignInit", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_REMOVED})
 	d := sha256.Sum256(nil)
 	_, err := s.Sign(rand.Reader, d[:], crypto.SHA256)
 	if !errors.Is(err, ErrTokenUnavailable) || !strings.Contains(err.Error(), "no software fallback") {
@@ -131,7 +140,7 @@ func TestFaultDeviceFailsClosed(t *testing.T) {
 	if h := p.Health()[0]; h.Up || h.Error == "" {
 		t.Errorf("Health = %+v, want down with an error", h)
 	}
-	f.clear()
+	f.Clear()
 	signOK(t, s)
 	if h := p.Health()[0]; !h.Up || h.Recoveries == 0 {
 		t.Errorf("Health = %+v, want up after recovery", h)
@@ -141,8 +150,8 @@ func TestFaultDeviceFailsClosed(t *testing.T) {
 // TestFaultAEADFallsBack: an AEAD whose token dies mid-connection moves to
 // Go with the same key; the bytes on the wire do not change.
 func TestFaultAEADFallsBack(t *testing.T) {
-	f := &faults{}
-	p, _ := open(t, "fault-aead", Config{testHooks: f.hooks()})
+	f := &FaultInjector{}
+	p, _ := open(t, "fault-aead", Config{Faults: f})
 	key := bytes.Repeat([]byte{9}, 16)
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), key)
 	if err != nil {
@@ -164,13 +173,12 @@ func TestFaultAEADFallsBack(t *testing.T) {
 		}
 	}
 	seal("before")
-	f.inject("Encrypt", pkcs11.CKR_SESSION_HANDLE_INVALID, 1)
+	mustFail(t, f, Fault{Calls: []string{"Encrypt"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
 	seal("session lost once") // the key moves to a new session
 	if a.(*gcm).FellBack() {
 		t.Fatalf("fell back to Go after a recoverable session fault")
 	}
-	f.inject("Encrypt", pkcs11.CKR_DEVICE_ERROR, -1)
-	f.inject("GetTokenInfo", pkcs11.CKR_DEVICE_ERROR, -1)
+	mustFail(t, f, Fault{Calls: []string{"Encrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	seal("token gone")
 	seal("still gone")
 	if !a.(*gcm).FellBack() {
@@ -179,20 +187,19 @@ func TestFaultAEADFallsBack(t *testing.T) {
 }
 
 func TestFaultAEADNoFallback(t *testing.T) {
-	f := &faults{}
-	p, _ := open(t, "fault-nofallback", Config{testHooks: f.hooks(), NoFallback: true})
+	f := &FaultInjector{}
+	p, _ := open(t, "fault-nofallback", Config{Faults: f, NoFallback: true})
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 16))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer provider.Release(a)
 	ct := a.Seal(nil, make([]byte, 12), []byte("x"), nil)
-	f.inject("Decrypt", pkcs11.CKR_DEVICE_ERROR, -1)
-	f.inject("GetTokenInfo", pkcs11.CKR_DEVICE_ERROR, -1)
+	mustFail(t, f, Fault{Calls: []string{"Decrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	if _, err := a.Open(nil, make([]byte, 12), ct, nil); !errors.Is(err, ErrTokenUnavailable) && ClassOf(err) != ClassDevice {
 		t.Errorf("Open with the token gone: %v, want a device error", err)
 	}
-	f.inject("Encrypt", pkcs11.CKR_DEVICE_ERROR, -1)
+	mustFail(t, f, Fault{Calls: []string{"Encrypt"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(r.(string), "fallback is off") {
 			t.Errorf("Seal with the token gone and fallback off: panic %v", r)
@@ -206,8 +213,8 @@ func TestFaultAEADNoFallback(t *testing.T) {
 func TestFailover(t *testing.T) {
 	prim := softhsmtest.NewToken(t, "primary")
 	back := softhsmtest.NewToken(t, "backup")
-	f := &faults{}
-	p, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, testHooks: f.hooks(),
+	f := &FaultInjector{}
+	p, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, Faults: f,
 		Tokens:   []*uri.URI{{Token: "primary"}, {Token: "backup"}},
 		Failover: map[string]string{"primary": "backup"}})
 	if err != nil {
@@ -228,9 +235,7 @@ func TestFailover(t *testing.T) {
 	}
 	signOK(t, s)
 	primSlot := p.Tokens()[0].SlotID
-	f.injectSlot(primSlot, "SignInit", pkcs11.CKR_DEVICE_REMOVED, -1)
-	f.injectSlot(primSlot, "GetTokenInfo", pkcs11.CKR_DEVICE_REMOVED, -1)
-	f.injectSlot(primSlot, "OpenSession", pkcs11.CKR_DEVICE_REMOVED, -1)
+	mustFail(t, f, Fault{Calls: []string{"SignInit", "GetTokenInfo", "OpenSession"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{primSlot}})
 	signOK(t, s) // on the backup
 	if h := p.Health(); h[0].Up || !h[1].Up {
 		t.Errorf("Health = %+v, want primary down and backup up", h)
@@ -238,8 +243,8 @@ func TestFailover(t *testing.T) {
 
 	// A backup holding a different key under the same label is refused.
 	other := softhsmtest.NewToken(t, "impostor")
-	f.clear()
-	p2, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, testHooks: f.hooks(),
+	f.Clear()
+	p2, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, Faults: f,
 		Tokens:   []*uri.URI{{Token: "primary"}, {Token: "impostor"}},
 		Failover: map[string]string{"primary": "impostor"}})
 	if err != nil {
@@ -255,9 +260,7 @@ func TestFailover(t *testing.T) {
 	}
 	signOK(t, s2)
 	primSlot = p2.Tokens()[0].SlotID
-	f.injectSlot(primSlot, "SignInit", pkcs11.CKR_DEVICE_REMOVED, -1)
-	f.injectSlot(primSlot, "GetTokenInfo", pkcs11.CKR_DEVICE_REMOVED, -1)
-	f.injectSlot(primSlot, "OpenSession", pkcs11.CKR_DEVICE_REMOVED, -1)
+	mustFail(t, f, Fault{Calls: []string{"SignInit", "GetTokenInfo", "OpenSession"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{primSlot}})
 	d := sha256.Sum256(nil)
 	if _, err := s2.Sign(rand.Reader, d[:], crypto.SHA256); err == nil || !strings.Contains(err.Error(), "different key") {
 		t.Errorf("failover to a token with another key: %v, want a refusal", err)

@@ -1,0 +1,44 @@
+//go:build cgo && !nopkcs11
+
+package pkcs11
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/miekg/pkcs11"
+)
+
+// TestFaultFuncsMatchAPI: the injector knows every function the provider
+// calls, by the method's name, in the order of its constants.
+func TestFaultFuncsMatchAPI(t *testing.T) {
+	typ := reflect.TypeFor[api]()
+	var methods []string
+	for i := range typ.NumMethod() {
+		methods = append(methods, typ.Method(i).Name)
+	}
+	funcs := slices.Clone(faultFuncs[:])
+	slices.Sort(funcs)
+	if !slices.Equal(methods, funcs) {
+		t.Errorf("api methods %v\nfaultFuncs  %v", methods, funcs)
+	}
+	for fn, want := range map[int]string{fnGetInfo: "GetInfo", fnOpenSession: "OpenSession", fnFindObjectsFinal: "FindObjectsFinal",
+		fnDecrypt: "Decrypt", fnSign: "Sign", fnDeriveKey: "DeriveKey"} {
+		if faultFuncs[fn] != want {
+			t.Errorf("faultFuncs[%d] = %s, want %s", fn, faultFuncs[fn], want)
+		}
+	}
+}
+
+// TestCKRNamesMatchModule: the names known without cgo are miekg's.
+func TestCKRNamesMatchModule(t *testing.T) {
+	for name, code := range ckrNames {
+		if code == 0 {
+			continue
+		}
+		if got := ckrName(pkcs11.Error(code)); got != name && got != "" { // "": miekg has no name for it
+			t.Errorf("%#x: %s here, %s in miekg/pkcs11", code, name, got)
+		}
+	}
+}
