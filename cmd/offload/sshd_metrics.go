@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,15 @@ func (c *countedConn) Write(b []byte) (int, error) {
 	c.tx.Add(uint64(n))
 	c.stats.tx.Add(uint64(n))
 	return n, err
+}
+
+// SyscallConn exposes the socket, for the transport's TCP_QUICKACK; it
+// fails when the wrapped connection is not a socket.
+func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("offload: connection has no socket")
 }
 
 // metricsCollector exports provider.Metrics snapshots and the daemon's

@@ -44,6 +44,7 @@ type Conn struct {
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
 	rerr error
+	qa   quickAcker // owned by the reader
 
 	wmu        sync.Mutex
 	wcond      sync.Cond
@@ -77,6 +78,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 		srv: s, nc: nc,
 		rd: newPacketReader(bufio.NewReaderSize(nc, 64<<10)),
 		wr: newPacketWriter(nc, seed),
+		qa: newQuickAcker(nc),
 	}
 	c.magic.vS = s.version[:len(s.version)-2]
 	c.wcond.L = &c.wmu
@@ -122,9 +124,16 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	return p, nil
 }
 
+// read reads one packet; early in the connection it asks for a prompt ACK.
+func (c *Conn) read() ([]byte, error) {
+	p, err := c.rd.read()
+	c.qa.ack()
+	return p, err
+}
+
 func (c *Conn) readPacket() ([]byte, error) {
 	for {
-		p, err := c.rd.read()
+		p, err := c.read()
 		if err != nil {
 			return nil, err
 		}

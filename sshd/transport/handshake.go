@@ -31,6 +31,7 @@ func (c *Conn) handshake() error {
 	if err != nil {
 		return err
 	}
+	c.qa.ack()
 	c.magic.vC = v
 	c.wmu.Lock()
 	err = c.sendKexInitLocked()
@@ -49,7 +50,7 @@ func (c *Conn) handshake() error {
 // strict kex later rejects the exchange if any came first.
 func (c *Conn) readFirstKexInit() ([]byte, error) {
 	for {
-		p, err := c.rd.read()
+		p, err := c.read()
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +178,7 @@ func (c *Conn) exchange(a *algorithms, m *handshakeMagics) (*kexResult, error) {
 // skipped except during a strict initial exchange.
 func (c *Conn) readKexPacket(want byte) ([]byte, error) {
 	for {
-		p, err := c.rd.read()
+		p, err := c.read()
 		if err != nil {
 			return nil, err
 		}
