@@ -4,7 +4,6 @@ package pkcs11
 
 import (
 	"bytes"
-	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"errors"
@@ -82,18 +81,18 @@ func (g *gcm) attach(skip *token) error {
 		}
 	}
 	if len(ts) == 0 {
-		return &Error{Op: "import AES key", Class: ClassUnsupported,
-			Err: fmt.Errorf("%w: no available token offers %s", ErrUnsupported, g.alg.Name)}
+		return g.p.noToken("import AES key", g.alg.Name, provider.OpSeal|provider.OpOpen)
 	}
 	var errs []error
 	for _, t := range ts {
-		s, err := t.get(context.Background(), false)
+		s, err := t.getHeld()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		obj, epoch, err := g.importKey(t, s)
 		if err != nil {
+			t.unhold()
 			if ClassOf(err) == ClassSession || ClassOf(err) == ClassDevice {
 				t.discard(s)
 			} else {
@@ -140,6 +139,7 @@ func (g *gcmHold) release(broken bool) {
 	}
 	t, s := g.tok, g.s
 	g.held = false
+	t.unhold()
 	if broken {
 		t.discard(s)
 		return
@@ -266,6 +266,7 @@ func (g *gcm) run(op string, f func(api, pkcs11.SessionHandle, []*pkcs11.Mechani
 				g.release(false)
 			} else {
 				g.held = false
+				t.unhold()
 				<-t.sem
 			}
 			continue

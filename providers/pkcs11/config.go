@@ -22,7 +22,7 @@ const PINEnv = "OFFLOAD_PKCS11_PIN"
 
 // Defaults for Config fields left zero.
 const (
-	DefaultMaxSessions    = 4
+	DefaultMaxSessions    = 8
 	DefaultWaitTimeout    = 5 * time.Second
 	DefaultHealthInterval = 5 * time.Second
 )
@@ -51,8 +51,11 @@ type Config struct {
 	PINEnv string
 	// PINPrompt, when set, is asked for a PIN no other source gives.
 	PINPrompt func(token string) (string, error)
-	// MaxSessions bounds each token's session pool (DefaultMaxSessions);
-	// a token URI's max-sessions overrides it.
+	// MaxSessions bounds each token's session pool; a token URI's
+	// max-sessions overrides it. Zero: DefaultMaxSessions, or the token's
+	// own limit when it states a lower one. AEADs hold sessions for their
+	// life and may take all but one of a pool of two or more: the last is
+	// kept for signatures and key lookups.
 	MaxSessions int
 	// WaitTimeout bounds the wait for a free session (DefaultWaitTimeout).
 	WaitTimeout time.Duration

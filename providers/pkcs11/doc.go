@@ -19,7 +19,9 @@
 // max-sessions) with a wait timeout. A signature borrows a session for one
 // call; an AEAD holds one for its life and returns it on Close
 // (provider.Release), and AEADs are spread over the tokens that offer the
-// mechanism, least used first.
+// mechanism, least used first. AEADs never wait for a session and leave
+// the last one of a pool to signatures, so connections holding AEADs
+// cannot make a host-key signature wait.
 //
 // # Keys
 //
@@ -46,6 +48,15 @@
 // or token and, as a last resort, finishes the connection in Go with the
 // same key (unless Config.NoFallback); new AEADs and key agreements simply
 // fail, and the registry falls through to the CPU or software provider.
+//
+// # Fault injection
+//
+// Config.Faults takes a FaultInjector, through which the provider then
+// calls the module: chosen calls or groups of calls (ParseFault reads
+// "calls=sign code=CKR_DEVICE_REMOVED times=3") fail with a CKR_* value
+// or answer late, on every slot or on chosen ones, until removed. Tests
+// and chaos drills use it to watch the recovery above without a device
+// being pulled; left nil, it costs nothing.
 //
 // # Builds without cgo
 //

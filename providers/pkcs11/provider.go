@@ -3,6 +3,7 @@
 package pkcs11
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/cipher"
@@ -251,22 +252,28 @@ func (c *core) newToken(sel *uri.URI, d uri.TokenInfo) (*token, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pkcs11: PIN for token %q: %w", d.Label, err)
 	}
+	ti, tiErr := c.api.GetTokenInfo(d.SlotID)
+	if tiErr == nil && ti.Flags&pkcs11.CKF_LOGIN_REQUIRED != 0 && pin == "" {
+		return nil, fmt.Errorf("pkcs11: token %q needs a PIN: give pin-source or pin-value in its URI, Config.PINSource, or $%s",
+			d.Label, PINEnv)
+	}
 	max := c.cfg.MaxSessions
 	if sel.MaxSessions > 0 {
 		max = sel.MaxSessions
 	}
 	if max <= 0 {
 		max = DefaultMaxSessions
+		// A token that states a finite session limit below the default gets
+		// its own limit (0 is CK_EFFECTIVELY_INFINITE, all ones unknown).
+		if n := ti.MaxSessionCount; tiErr == nil && n > 0 && n < uint(max) {
+			max = int(n)
+		}
 	}
 	wait := c.cfg.WaitTimeout
 	if wait <= 0 {
 		wait = DefaultWaitTimeout
 	}
 	t := &token{p: c, sel: sel, pin: pin, slot: d.SlotID, desc: d, sem: make(chan struct{}, max), wait: wait}
-	if ti, err := c.api.GetTokenInfo(d.SlotID); err == nil && ti.Flags&pkcs11.CKF_LOGIN_REQUIRED != 0 && pin == "" {
-		return nil, fmt.Errorf("pkcs11: token %q needs a PIN: give pin-source or pin-value in its URI, Config.PINSource, or $%s",
-			d.Label, PINEnv)
-	}
 	// Log in once, now, so a wrong PIN fails Open instead of the first use.
 	s, err := t.get(context.Background(), false)
 	if err != nil {
@@ -487,10 +494,38 @@ func (p *Provider) pickToken(alg string, ops provider.Op) (*token, error) {
 		}
 	}
 	if best == nil {
-		return nil, &Error{Op: alg, Class: ClassUnsupported,
-			Err: fmt.Errorf("%w: no available token of %s offers %s", ErrUnsupported, p.name, alg)}
+		return nil, p.noToken(alg, alg, ops)
 	}
 	return best, nil
+}
+
+// noToken explains why no token serves alg: the tokens offering it are
+// unavailable (a device error naming them), or none offers it.
+func (p *Provider) noToken(op, alg string, ops provider.Op) error {
+	var labels []string
+	var cause error
+	for _, t := range p.tokens {
+		if !t.offers(alg, ops) {
+			continue
+		}
+		if err := t.usable(); err != nil {
+			labels = append(labels, fmt.Sprintf("%q", t.label()))
+			cause = cmp.Or(cause, err)
+		}
+	}
+	if len(labels) == 0 {
+		return &Error{Op: op, Class: ClassUnsupported,
+			Err: fmt.Errorf("%w: no token of %s offers %s", ErrUnsupported, p.name, alg)}
+	}
+	class := ClassDevice
+	if ClassOf(cause) == ClassPIN || ClassOf(cause) == ClassOther {
+		class = ClassOf(cause)
+	}
+	which := "token " + labels[0]
+	if len(labels) > 1 {
+		which = "tokens " + strings.Join(labels, ", ")
+	}
+	return &Error{Op: op, Class: class, Err: fmt.Errorf("%s offering %s unavailable: %w", which, alg, cause)}
 }
 
 // rankTokens orders the up tokens offering alg by sessions in use.

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
@@ -380,34 +381,77 @@ func TestAEADSpread(t *testing.T) {
 	}
 }
 
-// TestPoolBound checks the session pool's bound and wait timeout.
+// TestPoolBound checks the session pool's bound and wait timeout, and
+// that AEADs leave the last session to signatures.
 func TestPoolBound(t *testing.T) {
-	p, _ := open(t, "pool", Config{MaxSessions: 2, WaitTimeout: 50e6})
+	f := &FaultInjector{}
+	p, _ := open(t, "pool", Config{MaxSessions: 2, WaitTimeout: 50 * time.Millisecond, Faults: f})
 	alg := provider.MustLookup("aes256-gcm")
-	a1, err1 := p.NewAEAD(alg, make([]byte, 32))
-	a2, err2 := p.NewAEAD(alg, make([]byte, 32))
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
+	a1, err := p.NewAEAD(alg, make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := p.NewAEAD(alg, make([]byte, 32)); !errors.Is(err, ErrPoolExhausted) {
-		t.Errorf("third AEAD with a pool of 2: %v, want ErrPoolExhausted", err)
+		t.Errorf("second AEAD with a pool of 2: %v, want ErrPoolExhausted (the last session is kept for signing)", err)
 	}
 	s, err := p.GenerateSigner(context.Background(), provider.MustLookup("ecdsa-p256-sha256"), "")
-	if err == nil || !errors.Is(err, ErrPoolExhausted) {
-		t.Errorf("signing while the pool is full: %v, want ErrPoolExhausted after the wait", err)
-		provider.Release(s)
+	if err != nil {
+		t.Fatalf("signing key with an AEAD holding a session: %v", err)
+	}
+	defer provider.Release(s)
+	d := sha256.Sum256([]byte("x"))
+	// A slow signature holds the last session: a second one waits out
+	// WaitTimeout and fails.
+	mustFail(t, f, Fault{Calls: []string{"Sign"}, Delay: 300 * time.Millisecond, Times: 1})
+	slow := make(chan error, 1)
+	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
+	for f.Injected("Sign") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); !errors.Is(err, ErrPoolExhausted) || time.Since(start) < 50*time.Millisecond {
+		t.Errorf("signing while the pool is full: %v after %v, want ErrPoolExhausted after the 50ms wait", err, time.Since(start))
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("slow signature: %v", err)
 	}
 	provider.Release(a1)
-	s, err = p.GenerateSigner(context.Background(), provider.MustLookup("ecdsa-p256-sha256"), "")
+	a2, err := p.NewAEAD(alg, make([]byte, 32))
 	if err != nil {
-		t.Fatalf("after a session was freed: %v", err)
+		t.Fatalf("AEAD after the first was released: %v", err)
 	}
-	d := sha256.Sum256([]byte("x"))
-	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); err != nil {
-		t.Error(err)
-	}
-	provider.Release(s)
 	provider.Release(a2)
+	if h := p.Health()[0]; h.InUse != 0 {
+		t.Errorf("%d sessions in use after every AEAD and signature ended", h.InUse)
+	}
+}
+
+// TestPoolDefault: without a configured size a token gets
+// DefaultMaxSessions (SoftHSM states no limit), and seven AEADs (three
+// connections and a half) leave the eighth session to signatures.
+func TestPoolDefault(t *testing.T) {
+	p, tok := open(t, "pooldefault", Config{})
+	if h := p.Health()[0]; h.Max != DefaultMaxSessions {
+		t.Fatalf("pool of %d, want %d", h.Max, DefaultMaxSessions)
+	}
+	alg := provider.MustLookup("aes128-gcm")
+	for i := range DefaultMaxSessions {
+		a, err := p.NewAEAD(alg, make([]byte, 16))
+		if i < DefaultMaxSessions-1 && err != nil {
+			t.Fatalf("AEAD %d: %v", i, err)
+		}
+		if i == DefaultMaxSessions-1 && !errors.Is(err, ErrPoolExhausted) {
+			t.Errorf("AEAD %d: %v, want ErrPoolExhausted", i, err)
+		}
+		if err == nil {
+			defer provider.Release(a)
+		}
+	}
+	s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+	if err != nil {
+		t.Fatalf("key generation with every AEAD session held: %v", err)
+	}
+	signOK(t, s)
 }
 
 func TestAEADInPlaceSmall(t *testing.T) {

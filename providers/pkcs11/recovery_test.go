@@ -147,6 +147,37 @@ func TestFaultDeviceFailsClosed(t *testing.T) {
 	}
 }
 
+// TestFaultOpenSessionLost: a token that fails C_OpenSession with a device
+// error is recovered (here: found missing and marked down) by the call
+// itself, not only by the health probe; a new AEAD then says the token is
+// unavailable rather than that it does not offer AES-GCM, and both work
+// again once the token answers.
+func TestFaultOpenSessionLost(t *testing.T) {
+	p, f, s := faultyKey(t, "fault-open")
+	slot := p.Tokens()[0].SlotID
+	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
+	mustFail(t, f, Fault{Calls: []string{"open", "probe"}, Code: pkcs11.CKR_TOKEN_NOT_PRESENT, Slots: []uint{slot}})
+	d := sha256.Sum256(nil)
+	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); !errors.Is(err, ErrTokenUnavailable) {
+		t.Fatalf("sign: %v, want ErrTokenUnavailable", err)
+	}
+	if h := p.Health()[0]; h.Up {
+		t.Errorf("Health = %+v after C_OpenSession failed with a device error, want down", h)
+	}
+	_, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 16))
+	if !errors.Is(err, ErrTokenUnavailable) || errors.Is(err, ErrUnsupported) ||
+		!strings.Contains(err.Error(), `token "fault-open" offering aes128-gcm unavailable`) || strings.Contains(err.Error(), "does not offer") {
+		t.Errorf("new AEAD with the token down: %v, want it to say the token is unavailable", err)
+	}
+	f.Clear()
+	signOK(t, s)
+	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 16))
+	if err != nil {
+		t.Fatalf("new AEAD after the token came back: %v", err)
+	}
+	provider.Release(a)
+}
+
 // TestFaultAEADFallsBack: an AEAD whose token dies mid-connection moves to
 // Go with the same key; the bytes on the wire do not change.
 func TestFaultAEADFallsBack(t *testing.T) {

@@ -38,6 +38,7 @@ type token struct {
 	epoch uint64
 
 	sem  chan struct{} // one entry per session in use
+	held atomic.Int32  // sessions of sem held for life by AEADs
 	wait time.Duration
 
 	mechs map[uint]pkcs11.MechanismInfo
@@ -129,6 +130,32 @@ func (t *token) get(ctx context.Context, block bool) (session, error) {
 	return s, nil
 }
 
+// getHeld takes a session for an AEAD to hold for its life, without
+// waiting. In a pool of two or more it leaves one session to the short
+// operations, so that AEADs held by established connections never make a
+// host-key signature wait out WaitTimeout and fail. Every session it
+// returns is given back with unhold and then put, discard or a bare
+// release of its place (stale sessions).
+func (t *token) getHeld() (session, error) {
+	if n := cap(t.sem); n > 1 && int(t.held.Add(1)) > n-1 {
+		t.held.Add(-1)
+		return session{}, &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
+			Err: fmt.Errorf("%w: %d of %d sessions held by AEADs, the last is kept for signatures", ErrPoolExhausted, n-1, n)}
+	}
+	s, err := t.get(context.Background(), false)
+	if err != nil {
+		t.unhold()
+	}
+	return s, err
+}
+
+// unhold ends a getHeld session's life as an AEAD's.
+func (t *token) unhold() {
+	if cap(t.sem) > 1 {
+		t.held.Add(-1)
+	}
+}
+
 // put returns a healthy session to the pool.
 func (t *token) put(s session) {
 	t.mu.Lock()
@@ -214,12 +241,16 @@ func (t *token) do(ctx context.Context, op, what string, f func(h pkcs11.Session
 				return t.annotate(err, op, what)
 			}
 		}
+		gen := t.p.mod.gen.Load()
 		s, err := t.get(ctx, true)
 		if err != nil {
 			if errors.Is(err, ErrPoolExhausted) || ctx.Err() != nil {
 				return err // the wait already happened
 			}
 			last = err
+			if ClassOf(err) == ClassDevice && t.recover(gen, err) != nil {
+				t.p.log.Warn("token lost", "token", t.label(), "op", op, "err", err)
+			}
 		} else {
 			m := t.p.mod
 			m.mu.RLock()
