@@ -15,7 +15,7 @@ import (
 // serveConnection runs the connection protocol for an authenticated user.
 func serveConnection(ctx context.Context, tc *transport.Conn, p *perm.Permissions, c *conn) error {
 	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
-	return connection.Serve(ctx, tc, p, c.srv.cfg.Conn)
+	return connection.Serve(ctx, tc, p, withWindow(c.srv.cfg.Conn, tc.ClientVersion()))
 }
 
 // authConfig is cfg (or the defaults) with OnlyUser set to the running

@@ -55,7 +55,7 @@ type Config struct {
 	Subsystems          []Subsystem
 	AcceptEnv           []string
 	AllowTCPForwarding  string // yes, all, no, local, remote
-	ChannelWindowSize   int64  // bytes
+	ChannelWindowSize   int64  // bytes; 0 is auto (chosen per client by package sshd)
 	RekeyLimit          RekeyLimit
 
 	PidFile        string // "" for none
@@ -88,7 +88,7 @@ const (
 	DefaultMaxSessions        = 10
 	DefaultLoginGraceTime     = 120 * time.Second
 	DefaultClientAliveCount   = 3
-	DefaultChannelWindowSize  = 2 << 20 // OpenSSH's; larger ones slow OpenSSH clients (docs/benchmarks.md)
+	DefaultChannelWindowSize  = 0 // auto: 8 MiB, 2 MiB to OpenSSH clients (see package sshd)
 	DefaultPermitRootLogin    = "prohibit-password"
 	DefaultAllowTCPForwarding = "yes"
 	DefaultLogLevel           = "INFO"

@@ -31,7 +31,7 @@ func TestDefaults(t *testing.T) {
 	if !c.PubkeyAuthentication || !c.StrictModes || c.PasswordAuthentication || c.PermitRootLogin != "prohibit-password" {
 		t.Errorf("auth defaults wrong: %+v", c)
 	}
-	if c.MaxStartups != (MaxStartups{10, 30, 100}) || c.ChannelWindowSize != 2<<20 || c.LogLevel != "INFO" {
+	if c.MaxStartups != (MaxStartups{10, 30, 100}) || c.ChannelWindowSize != 0 || c.LogLevel != "INFO" {
 		t.Errorf("defaults wrong: %+v", c)
 	}
 	if c.Subsystem("sftp") != InternalSFTP || c.AllowTCPForwarding != "yes" {
@@ -213,6 +213,15 @@ func TestNoneValues(t *testing.T) {
 	}
 }
 
+func TestWindowAuto(t *testing.T) {
+	if c := parse(t, "ChannelWindowSize auto\n"); c.ChannelWindowSize != 0 {
+		t.Errorf("ChannelWindowSize auto = %d, want 0 (auto)", c.ChannelWindowSize)
+	}
+	if c := parse(t, "ChannelWindowSize 4M\n"); c.ChannelWindowSize != 4<<20 {
+		t.Errorf("ChannelWindowSize 4M = %d", c.ChannelWindowSize)
+	}
+}
+
 func TestSubsystemReplacesDefault(t *testing.T) {
 	c := parse(t, "Subsystem sftp /usr/lib/openssh/sftp-server -l INFO\n")
 	if len(c.Subsystems) != 1 || c.Subsystem("sftp") != "/usr/lib/openssh/sftp-server -l INFO" {
@@ -346,7 +355,7 @@ func TestPrintRoundTrip(t *testing.T) {
 	}
 	for _, want := range []string{"port 2222\n", "listenaddress 127.0.0.1:2222\n", "hostkey \"/keys/my key\"\n",
 		"ciphers chacha20-poly1305@openssh.com,", "rekeylimit 536870912 1800\n", "cryptopolicy fastest\n",
-		"providermap aes128-gcm=cpu\n", "logingracetime 120\n", "pidfile none\n", "calibrationcache default\n"} {
+		"providermap aes128-gcm=cpu\n", "logingracetime 120\n", "channelwindowsize auto\n", "pidfile none\n", "calibrationcache default\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("Print output lacks %q:\n%s", want, out.String())
 		}

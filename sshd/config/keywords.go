@@ -86,7 +86,7 @@ var keywords = []*keyword{
 		def: func(c *Config) { c.ProviderDeny = nil }, print: printProviderDeny},
 	{name: "ChannelWindowSize", minArgs: 1, maxArgs: 1, set: setWindow,
 		def:   func(c *Config) { c.ChannelWindowSize = DefaultChannelWindowSize },
-		print: func(c *Config) [][]string { return [][]string{{strconv.FormatInt(c.ChannelWindowSize, 10)}} }},
+		print: printWindow},
 	{name: "MetricsAddress", minArgs: 1, maxArgs: 1, set: setMetricsAddress,
 		def:   func(c *Config) { c.MetricsAddress = "" },
 		print: func(c *Config) [][]string { return [][]string{{noneIfEmpty(c.MetricsAddress)}} }},
@@ -438,6 +438,10 @@ const maxWindow = 1<<32 - 1
 const minWindow = 32 << 10
 
 func setWindow(c *Config, a []string) error {
+	if strings.EqualFold(a[0], "auto") {
+		c.ChannelWindowSize = 0
+		return nil
+	}
 	n, err := ParseSize(a[0], maxWindow)
 	if err != nil {
 		return err
@@ -447,6 +451,13 @@ func setWindow(c *Config, a []string) error {
 	}
 	c.ChannelWindowSize = n
 	return nil
+}
+
+func printWindow(c *Config) [][]string {
+	if c.ChannelWindowSize == 0 {
+		return [][]string{{"auto"}}
+	}
+	return [][]string{{strconv.FormatInt(c.ChannelWindowSize, 10)}}
 }
 
 func setMetricsAddress(c *Config, a []string) error {
