@@ -80,7 +80,12 @@ func TestProvidersJSONWithoutAES(t *testing.T) {
 			t.Errorf("with AES masked, aes128-gcm served by %s", ex.Chosen)
 		}
 	}
-	if len(rep.Providers) != 2 || len(rep.Providers[0].Capabilities) != 0 {
-		t.Errorf("providers = %+v", rep.Providers)
+	if len(rep.Providers) != 2 || rep.Providers[0].Name != "cpu" {
+		t.Fatalf("providers = %+v", rep.Providers)
+	}
+	for _, c := range rep.Providers[0].Capabilities {
+		if strings.HasPrefix(c.Algorithm, "aes") {
+			t.Errorf("with AES masked, the cpu provider still offers %s", c.Algorithm)
+		}
 	}
 }
