@@ -19,6 +19,7 @@ type memConn struct {
 
 	mu         sync.Mutex
 	disconnect *uint32 // reason passed to Disconnect
+	reads      uint32  // packets ReadPacket returned: the next sequence number
 }
 
 // memPipe returns a connected pair; server implements wire.Disconnector.
@@ -31,6 +32,24 @@ func memPipe(sessionID []byte) (server, client *memConn) {
 }
 
 func (c *memConn) ReadPacket() ([]byte, error) {
+	p, err := c.readPacket()
+	if err == nil {
+		c.mu.Lock()
+		c.reads++
+		c.mu.Unlock()
+	}
+	return p, err
+}
+
+// Unimplemented answers the last packet read, as the transport does.
+func (c *memConn) Unimplemented() error {
+	c.mu.Lock()
+	seq := c.reads - 1
+	c.mu.Unlock()
+	return c.WritePacket(wire.AppendUint32([]byte{wire.MsgUnimplemented}, seq))
+}
+
+func (c *memConn) readPacket() ([]byte, error) {
 	select {
 	case p := <-c.r:
 		return p, nil

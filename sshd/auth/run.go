@@ -80,9 +80,9 @@ func (s *session) serve() (*perm.Permissions, error) {
 		return nil, err
 	}
 	for {
-		p, err := s.pc.ReadPacket()
+		p, err := s.read()
 		if err != nil {
-			return nil, s.readError(err)
+			return nil, err
 		}
 		perms, err := s.request(p)
 		if perms != nil || err != nil {
@@ -93,9 +93,9 @@ func (s *session) serve() (*perm.Permissions, error) {
 
 // acceptService handles SERVICE_REQUEST "ssh-userauth" (RFC 4253 §10).
 func (s *session) acceptService() error {
-	p, err := s.pc.ReadPacket()
+	p, err := s.read()
 	if err != nil {
-		return s.readError(err)
+		return err
 	}
 	if len(p) == 0 || p[0] != wire.MsgServiceRequest {
 		return s.unexpected(p, "service request")
@@ -205,6 +205,29 @@ func (s *session) write(p []byte) error {
 		return fmt.Errorf("auth: write: %w", err)
 	}
 	return nil
+}
+
+// read returns the next message, answering those whose number no SSH
+// specification defines with SSH_MSG_UNIMPLEMENTED (RFC 4253 §11.4).
+// They count against the request limit, so a flood of them ends.
+func (s *session) read() ([]byte, error) {
+	u, canReply := s.pc.(wire.Unimplementer)
+	for {
+		p, err := s.pc.ReadPacket()
+		if err != nil {
+			return nil, s.readError(err)
+		}
+		if !canReply || len(p) == 0 || wire.Known(p[0]) {
+			return p, nil
+		}
+		if s.requests++; s.requests > s.maxRequests() {
+			return nil, s.disconnect(wire.DisconnectProtocolError, "too many unknown messages", ErrTooManyRequests)
+		}
+		s.log.Debug("auth: unknown message answered with UNIMPLEMENTED", "type", p[0])
+		if err := u.Unimplemented(); err != nil {
+			return nil, fmt.Errorf("auth: write: %w", err)
+		}
+	}
 }
 
 func (s *session) readError(err error) error {

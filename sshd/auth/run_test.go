@@ -469,6 +469,45 @@ func TestProtocolErrors(t *testing.T) {
 	}
 }
 
+// A message number no specification defines gets SSH_MSG_UNIMPLEMENTED
+// with its sequence number, and authentication goes on.
+func TestUnknownMessageUnimplemented(t *testing.T) {
+	w := newWorld(t)
+	c, _ := startRun(t, w.cfg)
+	c.write([]byte{200, 1, 2, 3})
+	if got, want := c.read(), []byte{wire.MsgUnimplemented, 0, 0, 0, 0}; !bytes.Equal(got, want) {
+		t.Fatalf("answer to message 200 = %x, want %x", got, want)
+	}
+	c.startService()
+	c.write([]byte{wire.MsgChannelFailure + 1})
+	if got, want := c.read(), []byte{wire.MsgUnimplemented, 0, 0, 0, 2}; !bytes.Equal(got, want) {
+		t.Fatalf("answer to message 101 = %x, want %x", got, want)
+	}
+	wantFailure(t, c.none(), "publickey")
+}
+
+// A flood of unknown messages ends like a flood of requests.
+func TestUnknownMessageFlood(t *testing.T) {
+	w := newWorld(t)
+	c, ch := startRun(t, w.cfg)
+	for i := 0; ; i++ {
+		c.write([]byte{250})
+		p := c.read()
+		if p[0] == wire.MsgDisconnect {
+			if i < 10 {
+				t.Fatalf("disconnected after %d unknown messages", i)
+			}
+			break
+		}
+		if p[0] != wire.MsgUnimplemented || i > 1000 {
+			t.Fatalf("answer %d to an unknown message: %x", i, p)
+		}
+	}
+	if r := wantResult(t, ch); !errors.Is(r.err, ErrTooManyRequests) {
+		t.Fatalf("Run error %v, want ErrTooManyRequests", r.err)
+	}
+}
+
 func TestWithoutDisconnector(t *testing.T) {
 	w := newWorld(t)
 	server, client := memPipe(testSessionID)

@@ -138,10 +138,24 @@ func (m *mux) dispatch(p []byte) error {
 		return m.open(p)
 	case t >= wire.MsgChannelWindowAdjust && t <= wire.MsgChannelFailure:
 		return m.channelMsg(p)
-	case t >= wire.MsgUserAuthRequest && t < wire.MsgGlobalRequest, t >= 128:
-		return nil // late auth messages and local extensions are ignored
+	case t >= wire.MsgUserAuthRequest && t < wire.MsgGlobalRequest:
+		return nil // late auth messages are ignored
+	case !wire.Known(t):
+		return m.unimplemented(t)
 	}
 	return protoErr(-1, nil, "unexpected message %d", p[0])
+}
+
+// unimplemented answers a message number no specification defines (and
+// the local-extension range) with SSH_MSG_UNIMPLEMENTED, as RFC 4253
+// §11.4 requires, when the transport can.
+func (m *mux) unimplemented(t byte) error {
+	u, ok := m.pc.(wire.Unimplementer)
+	if !ok {
+		return nil
+	}
+	m.log.Debug("connection: unknown message answered with UNIMPLEMENTED", "type", t)
+	return u.Unimplemented()
 }
 
 // lookup finds the channel a message is for.

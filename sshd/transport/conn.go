@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -45,6 +46,7 @@ type Conn struct {
 	rd   *packetReader
 	rerr error
 	qa   quickAcker // owned by the reader
+	last uint32     // sequence number of the packet ReadPacket returned last
 
 	wmu        sync.Mutex
 	wcond      sync.Cond
@@ -67,8 +69,9 @@ type Conn struct {
 }
 
 var (
-	_ wire.PacketConn   = (*Conn)(nil)
-	_ wire.Disconnector = (*Conn)(nil)
+	_ wire.PacketConn    = (*Conn)(nil)
+	_ wire.Disconnector  = (*Conn)(nil)
+	_ wire.Unimplementer = (*Conn)(nil)
 )
 
 func newConn(s *Server, nc net.Conn) *Conn {
@@ -121,7 +124,15 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		c.rerr = c.fail(err)
 		return nil, c.rerr
 	}
+	c.last = c.rd.seq - 1
 	return p, nil
+}
+
+// Unimplemented answers the packet ReadPacket returned last with
+// SSH_MSG_UNIMPLEMENTED. Call it from the reading goroutine.
+func (c *Conn) Unimplemented() error {
+	p := binary.BigEndian.AppendUint32([]byte{wire.MsgUnimplemented}, c.last)
+	return c.WritePacket(p)
 }
 
 // read reads one packet; early in the connection it asks for a prompt ACK.

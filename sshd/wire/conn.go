@@ -25,3 +25,31 @@ type PacketConn interface {
 type Disconnector interface {
 	Disconnect(reason uint32, message string) error
 }
+
+// Unimplementer is implemented by PacketConns that can answer the packet
+// ReadPacket returned last with SSH_MSG_UNIMPLEMENTED (RFC 4253 §11.4),
+// which is owed to every message number the receiver does not know.
+type Unimplementer interface {
+	Unimplemented() error
+}
+
+// Known reports whether t is a message number the SSH RFCs and OpenSSH's
+// PROTOCOL define or reserve for a known purpose (transport 1-49, user
+// authentication 50-79, connection 80-100); the connection layer answers
+// the others, and the local-extension range 128-255, with
+// SSH_MSG_UNIMPLEMENTED.
+func Known(t byte) bool {
+	switch {
+	case t >= MsgDisconnect && t <= MsgExtInfo:
+		return true
+	case t >= MsgKexInit && t < MsgUserAuthRequest:
+		return true // 20-29 algorithm negotiation, 30-49 kex methods
+	case t >= MsgUserAuthRequest && t < MsgGlobalRequest:
+		return true // 50-59 generic, 60-79 method-specific
+	case t >= MsgGlobalRequest && t <= MsgRequestFailure:
+		return true
+	case t >= MsgChannelOpen && t <= MsgChannelFailure:
+		return true
+	}
+	return false
+}

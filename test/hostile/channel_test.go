@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/sshd/wire"
 	"github.com/offload/offload/test/hostile/rawclient"
@@ -35,6 +36,14 @@ func TestChannels(t *testing.T) {
 		rc := e.loggedIn(t)
 		rc.WritePacket(wire.AppendUint32([]byte{wire.MsgChannelClose}, 0xffffffff))
 		expectDisconnect(t, rc, wire.DisconnectProtocolError)
+	})
+	e.run("unknown-message-numbers", func(t *testing.T) {
+		rc := e.loggedIn(t)
+		for _, msg := range []byte{83, 101, 127, 200} {
+			rc.WritePacket([]byte{msg, 0xde, 0xad})
+			expectUnimplemented(t, rc, msg)
+		}
+		open(t, rc) // the connection goes on
 	})
 	e.run("window-overflow", func(t *testing.T) {
 		rc := e.loggedIn(t)
@@ -162,4 +171,25 @@ func floodUnread(t *testing.T, rc *rawclient.Conn, req []byte, n int) {
 		return
 	}
 	expectClosedWithReason(t, rc, wire.DisconnectProtocolError)
+}
+
+// expectUnimplemented reads up to the server's SSH_MSG_UNIMPLEMENTED for
+// the message just sent, skipping what a server may send unasked.
+func expectUnimplemented(t *testing.T, rc *rawclient.Conn, sent byte) {
+	t.Helper()
+	rc.SetDeadline(time.Now().Add(5 * time.Second))
+	defer rc.SetDeadline(time.Time{})
+	for {
+		p, err := rc.ReadPacket()
+		if err != nil {
+			t.Fatalf("after message %d: %v, want UNIMPLEMENTED", sent, err)
+		}
+		switch p[0] {
+		case wire.MsgUnimplemented:
+			return
+		case wire.MsgIgnore, wire.MsgDebug, wire.MsgGlobalRequest:
+			continue
+		}
+		t.Fatalf("after message %d: got message %d, want UNIMPLEMENTED", sent, p[0])
+	}
 }
