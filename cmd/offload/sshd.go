@@ -30,6 +30,7 @@ type sshdOptions struct {
 	inetd           bool     // -i
 	logFile         string   // -E
 	shutdownTimeout time.Duration
+	cpuProfile      string // -cpuprofile
 
 	level *slog.LevelVar // the log level, which a reload may change
 }
@@ -71,6 +72,7 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 	fs.Bool("D", false, "accepted for sshd compatibility: offload sshd always runs in the foreground")
 	fs.Bool("e", false, "accepted for sshd compatibility: logs go to stderr unless -E is given")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long sessions may finish before they are disconnected")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the server's whole run to `file` (for benchmarks)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T] [-d] [-i] [-E logfile]")
 		fs.PrintDefaults()
@@ -143,6 +145,11 @@ func cmdSshd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeLog()
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	switch {
 	case o.test || o.print:
 		return checkSshd(ctx, o, stdout, log)
