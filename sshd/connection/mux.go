@@ -220,9 +220,9 @@ func (m *mux) data(c *channel, p []byte) error {
 		return protoErr(int64(c.id), wire.ErrShort, "malformed data message")
 	}
 	c.mu.Lock()
-	if uint64(len(d)) > uint64(c.inWindow) {
+	if left := c.inWindow; uint64(len(d)) > uint64(left) {
 		c.mu.Unlock()
-		return protoErr(int64(c.id), nil, "%d bytes of data beyond the window (%d left)", len(d), c.inWindow)
+		return protoErr(int64(c.id), nil, "%d bytes of data beyond the window (%d left)", len(d), left)
 	}
 	c.inWindow -= uint32(len(d))
 	var adj uint32
