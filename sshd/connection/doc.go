@@ -66,9 +66,14 @@
 //
 // # SFTP
 //
-// The "internal-sftp" subsystem is served by github.com/pkg/sftp. When no
-// privilege change is needed (server uid equals the user's uid) it runs in
-// process over the channel, its replies batched into full packets. A Go
+// The "internal-sftp" subsystem is served by this package's own SFTP
+// server (protocol version 3 with OpenSSH's extensions, including
+// limits@openssh.com, which lets OpenSSH's sftp and scp ask for 255 KiB
+// per READ and WRITE). It answers requests in order in one goroutine and
+// reads files straight into the outgoing channel buffer; replies go out
+// in full channel packets while more requests wait, and are flushed
+// before it waits for input. When no privilege change is needed (server
+// uid equals the user's uid) it runs in process over the channel. A Go
 // process cannot switch identity for one goroutine, so otherwise it runs
 // in a child process with the user's credentials: Config.SFTPHelper,
 // by default this executable re-executed with OFFLOAD_INTERNAL_SFTP=1,

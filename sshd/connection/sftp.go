@@ -1,12 +1,8 @@
 package connection
 
 import (
-	"encoding/binary"
-	"io"
 	"os"
 	"os/exec"
-
-	"github.com/pkg/sftp"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -60,18 +56,12 @@ func (s *session) sftpHelper(a *account) error {
 	})
 }
 
-// serveSFTP runs github.com/pkg/sftp over the channel.
+// serveSFTP runs the SFTP server over the channel.
 func (s *session) serveSFTP(p *process, a *account) {
 	defer close(p.done)
 	status := uint32(0)
-	out := newBatchWriter(&s.c.stdout)
-	srv, err := sftp.NewServer(&sftpStream{c: s.c, w: out}, sftp.WithServerWorkingDirectory(a.home))
-	if err == nil {
-		err = srv.Serve()
-		srv.Close()
-	}
-	out.Close()
-	if err != nil && err != io.EOF {
+	err := newSFTPServer(sftpChannel{s.c}, a.home).serve()
+	if err != nil {
 		s.m.log.Info("connection: sftp session ended", "err", err)
 		status = 1
 	}
@@ -79,36 +69,27 @@ func (s *session) serveSFTP(p *process, a *account) {
 	s.c.Close()
 }
 
-// sftpStream gives the SFTP server the channel; closing is left to the
-// session, after exit-status. Replies go through a batchWriter so that
-// queued replies share full packets. pkg/sftp writes each reply as a
-// header then a payload; sftpStream holds a header that announces more
-// bytes and queues it with its payload in one step.
-type sftpStream struct {
-	c    *channel
-	w    *batchWriter
-	held []byte // a header waiting for its payload
+// sftpChannel is the SFTP server's view of its channel; closing is left
+// to the session, after exit-status.
+type sftpChannel struct{ c *channel }
+
+func (t sftpChannel) Read(p []byte) (int, error) { return t.c.Read(p) }
+func (t sftpChannel) chunk() int                 { return int(t.c.peerMax) }
+
+func (t sftpChannel) ready() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.c.in.len() > 0 || t.c.eofIn || t.c.dead
 }
 
-func (t *sftpStream) Read(p []byte) (int, error) { return t.c.Read(p) }
-func (t *sftpStream) Close() error               { return nil }
-
-func (t *sftpStream) Write(p []byte) (int, error) {
-	if len(t.held) > 0 {
-		h := len(t.held)
-		n, err := t.w.writeBuffers(t.held, p)
-		t.held = t.held[:0]
-		return max(n-h, 0), err
-	}
-	if len(p) >= 4 && len(p) <= maxHeldHeader && int64(binary.BigEndian.Uint32(p))+4 > int64(len(p)) {
-		t.held = append(t.held[:0], p...)
-		return len(p), nil
-	}
-	return t.w.Write(p)
+// send writes the replies as channel data, each packet's header in
+// place before its payload.
+func (t sftpChannel) send(buf []byte, off, n int) error {
+	w := &t.c.stdout
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sendIn(buf, off, n)
 }
-
-// maxHeldHeader bounds what sftpStream holds back.
-const maxHeldHeader = 64
 
 // sftpHelperEnv marks a re-executed program as an SFTP helper.
 const sftpHelperEnv = "OFFLOAD_INTERNAL_SFTP"
@@ -132,21 +113,24 @@ func init() {
 
 // SFTPServerMain serves SFTP on standard input and output until EOF, for
 // programs that name themselves in Config.SFTPHelper (the default helper
-// needs no such call: see init).
+// needs no such call: see init). Relative paths start in the working
+// directory.
 func SFTPServerMain() error {
-	srv, err := sftp.NewServer(stdio{})
+	wd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	if err := srv.Serve(); err != nil && err != io.EOF {
-		return err
-	}
-	return nil
+	return newSFTPServer(sftpStdio{}, wd).serve()
 }
 
-type stdio struct{}
+// sftpStdio serves on standard input and output.
+type sftpStdio struct{}
 
-func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
-func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
-func (stdio) Close() error                { return nil }
+func (sftpStdio) Read(p []byte) (int, error) { return os.Stdin.Read(p) }
+func (sftpStdio) ready() bool                { return false }
+func (sftpStdio) chunk() int                 { return 0 }
+
+func (sftpStdio) send(buf []byte, off, n int) error {
+	_, err := os.Stdout.Write(buf[off : off+n])
+	return err
+}
