@@ -43,7 +43,7 @@ type FaultInjector struct {
 type Fault struct {
 	// Calls names the PKCS #11 functions affected, with or without the
 	// C_ prefix and in any case ("C_Sign", "EncryptInit"), or groups of
-	// them (FaultGroups), which are lower case and win over a function of
+	// them, which are lower case and win over a function of
 	// the same name: "sign" (SignInit and Sign), "encrypt", "decrypt",
 	// "bulk" (both), "derive", "generate", "login", "open" (OpenSession),
 	// "find", "objects", "probe" (GetTokenInfo), "slots", "all".
@@ -115,9 +115,9 @@ const (
 	fnDeriveKey
 )
 
-// FaultGroups are the names Fault.Calls accepts besides function names,
+// faultGroups are the names Fault.Calls accepts besides function names,
 // and the functions each stands for.
-var FaultGroups = map[string][]string{
+var faultGroups = map[string][]string{
 	"sign":     {"SignInit", "Sign"},
 	"encrypt":  {"EncryptInit", "Encrypt"},
 	"decrypt":  {"DecryptInit", "Decrypt"},
@@ -153,7 +153,7 @@ func faultMask(names []string) (uint32, error) {
 // (any case, C_ optional): "sign" is the group, "Sign" the function.
 func callBits(name string) (uint32, bool) {
 	name = strings.TrimSpace(name)
-	if fns, ok := FaultGroups[name]; ok {
+	if fns, ok := faultGroups[name]; ok {
 		var m uint32
 		for _, fn := range fns {
 			m |= funcBit(fn)
