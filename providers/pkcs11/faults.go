@@ -52,7 +52,8 @@ type Fault struct {
 	// CKR_OK (0) makes them succeed, after the delay.
 	Code uint
 	// Delay is added before each affected call; with MaxDelay above it,
-	// the delay is drawn uniformly from [Delay, MaxDelay].
+	// the delay is drawn uniformly from [Delay, MaxDelay]. At most
+	// MaxFaultDelay.
 	Delay, MaxDelay time.Duration
 	// Times is how many calls the fault affects; 0: until removed.
 	Times int
@@ -62,6 +63,10 @@ type Fault struct {
 	// fault with Slots.
 	Slots []uint
 }
+
+// MaxFaultDelay bounds Fault.Delay and Fault.MaxDelay, so that a drill
+// cannot hang the provider's callers by mistake.
+const MaxFaultDelay = time.Minute
 
 // FaultID names an injected fault for Remove.
 type FaultID uint64
@@ -179,8 +184,9 @@ func funcBit(name string) uint32 {
 }
 
 // Inject adds a fault and returns its id. It fails, changing nothing, on
-// an unknown call name, a negative Times or delay, a MaxDelay below Delay,
-// or a fault that would do nothing (no code and no delay).
+// an unknown call name, a negative Times or delay, a delay above
+// MaxFaultDelay, a MaxDelay below Delay, or a fault that would do nothing
+// (no code and no delay).
 func (f *FaultInjector) Inject(ft Fault) (FaultID, error) {
 	if f == nil {
 		return 0, errors.New("pkcs11: Inject on a nil FaultInjector")
@@ -208,6 +214,8 @@ func newFaultRule(ft Fault) (*faultRule, error) {
 		return nil, fmt.Errorf("pkcs11: fault: Times %d is negative (0 means until removed)", ft.Times)
 	case ft.Delay < 0 || ft.MaxDelay < 0:
 		return nil, errors.New("pkcs11: fault: negative delay")
+	case max(ft.Delay, ft.MaxDelay) > MaxFaultDelay:
+		return nil, fmt.Errorf("pkcs11: fault: delay above %v (model a hung token with a failure code)", MaxFaultDelay)
 	case ft.MaxDelay != 0 && ft.MaxDelay < ft.Delay:
 		return nil, fmt.Errorf("pkcs11: fault: MaxDelay %v is below Delay %v", ft.MaxDelay, ft.Delay)
 	case ft.Code == 0 && ft.Delay == 0 && ft.MaxDelay == 0:

@@ -14,6 +14,7 @@ func TestFaultInjectRejectsBadInput(t *testing.T) {
 		"negative times":  {Calls: []string{"sign"}, Code: CKRDeviceRemoved, Times: -1},
 		"negative delay":  {Calls: []string{"sign"}, Delay: -time.Millisecond},
 		"max below delay": {Calls: []string{"sign"}, Delay: time.Second, MaxDelay: time.Millisecond},
+		"delay too long":  {Calls: []string{"sign"}, Delay: time.Millisecond, MaxDelay: time.Hour},
 		"does nothing":    {Calls: []string{"sign"}},
 	}
 	var f FaultInjector
