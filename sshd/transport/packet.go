@@ -55,7 +55,10 @@ func (p *packetReader) read() ([]byte, error) {
 	if _, err := io.ReadFull(p.r, p.buf[:4]); err != nil {
 		return nil, connLost(err)
 	}
-	n := p.c.decryptLength(p.seq, p.buf[:4])
+	n, err := guardedLength(p.c, p.seq, p.buf[:4])
+	if err != nil {
+		return nil, err
+	}
 	if err := p.checkLength(n); err != nil {
 		return nil, err
 	}
@@ -69,7 +72,10 @@ func (p *packetReader) read() ([]byte, error) {
 	if _, err := io.ReadFull(p.r, pkt[4:]); err != nil {
 		return nil, connLost(err)
 	}
-	body, err := p.c.open(p.seq, pkt)
+	body, err := guardedOpen(p.c, p.seq, pkt)
+	if _, failed := err.(*DisconnectError); failed {
+		return nil, err // the provider, not the peer
+	}
 	if err != nil {
 		return nil, &DisconnectError{Reason: wire.DisconnectMACError, Message: fmt.Sprintf("packet %d failed authentication", p.seq), Err: err}
 	}
@@ -151,7 +157,10 @@ func (p *packetWriter) write(payload []byte) error {
 	pkt[4] = byte(pad)
 	copy(pkt[5:], payload)
 	p.rnd.Read(pkt[5+len(payload):])
-	out := p.c.seal(p.seq, pkt)
+	out, err := guardedSeal(p.c, p.seq, pkt)
+	if err != nil {
+		return err
+	}
 	p.seq++
 	p.packets++
 	p.bytes += uint64(len(out))
