@@ -21,11 +21,13 @@ const (
 	srvOffload  = "offload"
 	srvSoftware = "offload-software"
 	srvPKCS11   = "offload-pkcs11"
-	srvWindow   = "offload-win2m"
+	srvWindow   = "offload-win8m"
 )
 
-// smallWindow is OpenSSH's own session window (64 packets of 32 KiB).
-const smallWindow = 2 << 20
+// bigWindow is the window offload grants clients other than OpenSSH's;
+// the offload-win8m server grants it to every client, OpenSSH's included,
+// to show why ChannelWindowSize auto does not.
+const bigWindow = 8 << 20
 
 // Algorithms both servers are configured with, so the only difference is
 // the implementation.
@@ -69,8 +71,8 @@ func serverSpecs(w *workspace, t *tools, pkcs11 bool) []serverSpec {
 			Extra: []string{"CryptoPolicy software-only"}, Pipe: allCiphers, Files: true},
 	}
 	specs = append(specs, serverSpec{Name: srvWindow,
-		Desc:  "offload sshd as `offload`, with ChannelWindowSize 2097152 (OpenSSH's session window) instead of the 8 MiB default",
-		Extra: []string{"ChannelWindowSize " + strconv.Itoa(smallWindow)}, Pipe: allCiphers, Files: true})
+		Desc:  "offload sshd as `offload`, with ChannelWindowSize 8388608 for every client instead of auto (which grants OpenSSH clients 2 MiB)",
+		Extra: []string{"ChannelWindowSize " + strconv.Itoa(bigWindow)}, Pipe: allCiphers, Files: true})
 	if pkcs11 {
 		specs = append(specs, serverSpec{Name: srvPKCS11,
 			Desc: "offload sshd, AES-GCM pinned to SoftHSM through PKCS #11 (ProviderMap aes128-gcm=pkcs11 aes256-gcm=pkcs11)",
