@@ -20,7 +20,7 @@ type discardConn struct{ memConn }
 func (*discardConn) WritePacket([]byte) error { return nil }
 
 // benchChannel builds a mux and one channel without goroutines.
-func benchChannel(b *testing.B) (*mux, *channel) {
+func benchChannel(b testing.TB) (*mux, *channel) {
 	m := &mux{pc: &discardConn{}, cfg: (&Config{}).settings(), perm: &perm.Permissions{},
 		ctx: context.Background(), chans: map[uint32]*channel{}}
 	m.log = m.cfg.Logger
@@ -130,4 +130,31 @@ func BenchmarkSFTPGet(b *testing.B) {
 		}
 		f.Close()
 	}
+}
+
+// BenchmarkChannelHandOff sends 32 KiB DATA messages from the read loop
+// to a reader goroutine, as pumpStdin reads them during an upload.
+func BenchmarkChannelHandOff(b *testing.B) {
+	m, c := benchChannel(b)
+	c.inWindow = math.MaxUint32
+	pkt := wire.AppendBytes(appendChannelMsg(nil, wire.MsgChannelData, 0), make([]byte, 32768))
+	done := make(chan struct{})
+	go func() {
+		buf := make([]byte, 32768)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
+	b.SetBytes(32768)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.dispatch(pkt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m.dispatch(appendChannelMsg(nil, wire.MsgChannelEOF, 0))
+	<-done
 }
