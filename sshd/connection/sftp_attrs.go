@@ -269,10 +269,17 @@ func (s *sftpServer) idName(key uint64, lookup func(string) (*user.User, error))
 
 // sftpCode maps an error to a status code and message.
 func sftpCode(err error) (uint32, string) {
+	if err == nil {
+		return fxOK, "Success"
+	}
+	return sftpErrCode(err)
+}
+
+// sftpErrCode is sftpCode for a failure (apart, as errors.As makes its
+// target escape).
+func sftpErrCode(err error) (uint32, string) {
 	var errno syscall.Errno
 	switch {
-	case err == nil:
-		return fxOK, "Success"
 	case errors.Is(err, io.EOF):
 		return fxEOF, "End of file"
 	case errors.Is(err, fs.ErrNotExist):

@@ -235,26 +235,32 @@ func TestSFTPReadsAndPacking(t *testing.T) {
 	}
 }
 
-// TestSFTPReadAllocs: a READ in steady state allocates nothing.
-func TestSFTPReadAllocs(t *testing.T) {
+// TestSFTPTransferAllocs: READ and WRITE in steady state allocate
+// nothing.
+func TestSFTPTransferAllocs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(path, make([]byte, 1<<20), 0o600)
 	f := &fakeSFTPIO{size: 32768}
 	s := newSFTPServer(f, "/")
-	fh, _ := os.Open(path)
+	fh, _ := os.OpenFile(path, os.O_RDWR, 0)
 	defer fh.Close()
 	s.handles["1"] = &sftpHandle{f: fh}
 	s.inited = true
-	req := sftpReq(fxpRead, 5, "1", uint64(4096), 32768)[4:]
-	allocs := testing.AllocsPerRun(200, func() {
-		if err := s.handle(req); err != nil {
-			t.Fatal(err)
+	for name, req := range map[string][]byte{
+		"READ":  sftpReq(fxpRead, 5, "1", uint64(4096), 32768)[4:],
+		"WRITE": sftpReq(fxpWrite, 6, "1", uint64(4096), string(make([]byte, 32768)))[4:],
+	} {
+		allocs := testing.AllocsPerRun(200, func() {
+			if err := s.handle(req); err != nil {
+				t.Fatal(err)
+			}
+			s.out.settle()
+			f.out.Reset()
+			f.sends = f.sends[:0]
+		})
+		if allocs != 0 {
+			t.Errorf("%v allocations per %s", allocs, name)
 		}
-		s.out.settle()
-		f.out.Reset()
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per READ", allocs)
 	}
 }
 
