@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Open flags (pflags).
@@ -285,10 +287,7 @@ func applyAttrs(path string, f *os.File, a sftpAttrs) error {
 	}
 	if err == nil && a.flags&attrACModTime != 0 {
 		at, mt := time.Unix(int64(a.atime), 0), time.Unix(int64(a.mtime), 0)
-		if f != nil {
-			path = f.Name()
-		}
-		err = os.Chtimes(path, at, mt)
+		err = ifFile(f, func() error { return futimes(f, at, mt) }, func() error { return os.Chtimes(path, at, mt) })
 	}
 	if err == nil && a.flags&attrUIDGID != 0 {
 		uid, gid := int(a.uid), int(a.gid)
@@ -302,6 +301,23 @@ func ifFile(f *os.File, onFile, onPath func() error) error {
 		return onFile()
 	}
 	return onPath()
+}
+
+// futimes sets an open file's times (the file may have been renamed
+// since it was opened, so its name will not do).
+func futimes(f *os.File, at, mt time.Time) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	tv := []unix.Timeval{unix.NsecToTimeval(at.UnixNano()), unix.NsecToTimeval(mt.UnixNano())}
+	if cerr := rc.Control(func(fd uintptr) { err = unix.Futimes(int(fd), tv) }); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "futimes", Path: f.Name(), Err: err}
+	}
+	return nil
 }
 
 // goModeBits converts setuid, setgid and sticky to FileMode bits.

@@ -304,3 +304,31 @@ func TestSFTPModeString(t *testing.T) {
 		t.Errorf("unixMode(dir) = %o", m)
 	}
 }
+
+// TestSFTPFsetstatRenamed sets times through a handle whose file was
+// renamed since it was opened: the open file changes, not its old name.
+func TestSFTPFsetstatRenamed(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	os.WriteFile(a, []byte("x"), 0o600)
+	f := &fakeSFTPIO{}
+	s := newSFTPServer(f, dir)
+	s.inited = true
+	for _, req := range [][]byte{
+		sftpReq(fxpOpen, 1, "a", fxfRead|fxfWrite, 0),
+		sftpReq(fxpFsetstat, 2, "1", attrACModTime|attrPermissions, 0o640, 1_000_000, 1_500_000_000),
+	} {
+		if req[4] == fxpFsetstat {
+			os.Rename(a, b)
+		}
+		if err := s.handle(req[4:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.out.flush(true)
+	st, err := os.Stat(b)
+	if err != nil || st.ModTime().Unix() != 1_500_000_000 || st.Mode().Perm() != 0o640 {
+		t.Errorf("renamed file after FSETSTAT: %v %v", st, err)
+	}
+	s.closeAll()
+}
