@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -20,15 +21,19 @@ type channel struct {
 	ctx    context.Context // ends when the channel or connection dies
 	cancel context.CancelFunc
 
-	mu        sync.Mutex
-	cond      sync.Cond
-	in        ring
-	inWindow  uint32 // bytes the peer may still send
-	consumed  uint32 // bytes read since the last WINDOW_ADJUST
-	eofIn     bool
-	dead      bool // peer closed or connection gone
-	outWindow uint32
-	peerMax   uint32
+	mu         sync.Mutex
+	cond       sync.Cond
+	in         ring
+	sink       syscall.RawConn // see sink.go
+	readerIdle bool            // a reader waits in Read
+	sinkBusy   bool            // the read loop is writing to the sink
+	sinkWait   bool            // someone waits for sinkBusy to clear
+	inWindow   uint32          // bytes the peer may still send
+	consumed   uint32          // bytes read since the last WINDOW_ADJUST
+	eofIn      bool
+	dead       bool // peer closed or connection gone
+	outWindow  uint32
+	peerMax    uint32
 
 	sendMu    sync.RWMutex // data senders hold R; EOF/CLOSE hold W
 	sentEOF   bool
@@ -63,9 +68,12 @@ func (c *channel) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.mu.Lock()
-	for c.in.len() == 0 && !c.eofIn && !c.dead {
+	for (c.in.len() == 0 && !c.eofIn && !c.dead) || c.sinkBusy {
+		c.readerIdle = true
+		c.sinkWait = c.sinkWait || c.sinkBusy
 		c.cond.Wait()
 	}
+	c.readerIdle = false
 	if c.in.len() == 0 {
 		c.mu.Unlock()
 		return 0, io.EOF

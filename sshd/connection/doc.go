@@ -25,13 +25,16 @@
 //
 // # Windows and packets
 //
-// Each channel grants the peer Config.WindowSize bytes (default 8 MiB)
+// Each channel grants the peer Config.WindowSize bytes (default 2 MiB)
 // and sends WINDOW_ADJUST as soon as half of it has been consumed, so a
 // bulk sender never runs dry; we accept data packets of Config.MaxPacket
 // (default 64 KiB). Window arithmetic is done in 64 bits: an adjust past
 // 2^32-1 or data beyond the window is a protocol error. Inbound data is
 // buffered per channel in a ring that grows on demand up to the window,
-// so idle channels cost little. The data path reuses per-channel buffers
+// so idle channels cost little; while a session program's stdin pump is
+// idle, the reader writes arriving data straight to the program's pipe
+// instead, without blocking (what does not fit goes to the ring), which
+// saves a goroutine switch and a copy per packet. The data path reuses per-channel buffers
 // and does not allocate per packet (see BenchmarkChannelInbound and
 // BenchmarkChannelOutbound).
 //

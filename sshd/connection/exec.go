@@ -151,9 +151,11 @@ func closeAll(fs ...*os.File) {
 // pumpStdin copies channel data to w until the peer's EOF, then closes
 // w. If the program stops reading, further input is discarded so the
 // peer's window keeps moving.
-func (s *session) pumpStdin(w io.WriteCloser) {
+func (s *session) pumpStdin(w *os.File) {
+	s.c.setSink(w)
 	buf := make([]byte, stdinBufSize)
 	_, err := io.CopyBuffer(writerOnly{w}, readerOnly{s.c}, buf)
+	s.c.setSink(nil)
 	w.Close()
 	if err != nil {
 		io.CopyBuffer(io.Discard, readerOnly{s.c}, buf)

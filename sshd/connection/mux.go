@@ -226,10 +226,13 @@ func (m *mux) data(c *channel, p []byte) error {
 	}
 	c.inWindow -= uint32(len(d))
 	var adj uint32
-	if ext != 0 || c.eofIn || c.dead {
+	switch {
+	case ext != 0 || c.eofIn || c.dead:
 		c.consumed += uint32(len(d)) // nobody reads it: give the window back
 		adj = c.takeAdjustLocked()
-	} else {
+	case c.sinkLocked(d):
+		adj = c.takeAdjustLocked()
+	default:
 		c.in.write(d)
 		c.cond.Broadcast()
 	}
