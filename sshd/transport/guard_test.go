@@ -18,10 +18,12 @@ type brittle struct {
 	broken *atomic.Bool
 }
 
-func (b brittle) Name() string                        { return "brittle" }
-func (b brittle) Kind() provider.Kind                 { return provider.KindHardware }
-func (b brittle) Close() error                        { return nil }
-func (b brittle) Capabilities() []provider.Capability { return b.AEADProvider.(provider.Provider).Capabilities() }
+func (b brittle) Name() string        { return "brittle" }
+func (b brittle) Kind() provider.Kind { return provider.KindHardware }
+func (b brittle) Close() error        { return nil }
+func (b brittle) Capabilities() []provider.Capability {
+	return b.AEADProvider.(provider.Provider).Capabilities()
+}
 
 func (b brittle) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
 	a, err := b.AEADProvider.NewAEAD(alg, key)
