@@ -200,12 +200,13 @@ func (ch *cchan) event(name string, f func()) {
 	ch.cond.Broadcast()
 }
 
+// closeBack answers the server's CLOSE. The send happens under ch.mu so
+// that sendEOF cannot slip an EOF in after it.
 func (ch *cchan) closeBack() {
 	ch.mu.Lock()
-	send := !ch.sentClose
-	ch.sentClose = true
-	ch.mu.Unlock()
-	if send {
+	defer ch.mu.Unlock()
+	if !ch.sentClose {
+		ch.sentClose = true
 		ch.cl.send(appendChannelMsg(nil, wire.MsgChannelClose, ch.remote))
 	}
 }
@@ -340,7 +341,16 @@ func (ch *cchan) write(p []byte) error {
 	return nil
 }
 
-func (ch *cchan) sendEOF() { ch.cl.send(appendChannelMsg(nil, wire.MsgChannelEOF, ch.remote)) }
+// sendEOF sends EOF unless the channel is already closed from this side
+// (the program may finish, and the server close, before the test gets here;
+// a real client sends nothing after its CLOSE either).
+func (ch *cchan) sendEOF() {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if !ch.sentClose {
+		ch.cl.send(appendChannelMsg(nil, wire.MsgChannelEOF, ch.remote))
+	}
+}
 
 // waitClosed waits for the server's CLOSE.
 func (ch *cchan) waitClosed(t testing.TB) {
