@@ -2,6 +2,7 @@ package tokenfaults
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/sha256"
@@ -27,6 +28,7 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
+	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/test/hostile/harness"
@@ -264,4 +266,43 @@ func waitLog(lb *harness.LogBuffer, s string, n int) {
 	for deadline := time.Now().Add(5 * time.Second); logCount(lb, s) <= n && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// failoverServer is a server whose host key lives in two tokens holding
+// the same key, the second named as the first's failover.
+type failoverServer struct {
+	prim, back *softhsmtest.Token
+	key        *ecdsa.PrivateKey
+	lb         *harness.LogBuffer
+	p          *pkcs11.Provider
+	srv        *harness.Server
+	cfg        *ssh.ClientConfig
+}
+
+// startFailoverServer makes the two tokens (labels prefix-prim and
+// prefix-back) and serves with the primary's key; f may be nil.
+func startFailoverServer(t *testing.T, prefix string, f *pkcs11.FaultInjector) *failoverServer {
+	t.Helper()
+	fs := &failoverServer{prim: softhsmtest.NewToken(t, prefix+"-prim"), back: softhsmtest.NewToken(t, prefix+"-back")}
+	var pub ssh.PublicKey
+	fs.key, pub = hostKey(t)
+	importKey(t, fs.prim, fs.key, "host")
+	importKey(t, fs.back, fs.key, "host")
+	var log *slog.Logger
+	fs.lb, log = serverLog(t)
+	p, err := pkcs11.Open(pkcs11.Config{ModulePath: fs.prim.Module, PINSource: fs.prim.PINFile, HealthInterval: healthInterval,
+		Logger: log, Faults: f, Tokens: []*uri.URI{{Token: fs.prim.Label}, {Token: fs.back.Label}},
+		Failover: map[string]string{fs.prim.Label: fs.back.Label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.p = p
+	reg := newRegistry(t, p, log, nil, provider.Policy{})
+	signer, err := p.Signer(context.Background(), "pkcs11:token="+fs.prim.Label+";object=host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.srv = startServer(t, reg, []crypto.Signer{signer}, log)
+	fs.cfg = clientConfig(fs.srv, pub, "")
+	return fs
 }

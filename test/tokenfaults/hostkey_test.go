@@ -15,7 +15,6 @@ import (
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/test/hostile/harness"
 )
 
@@ -126,25 +125,8 @@ func refusalLine(logged, label string) string {
 // with the same host key.
 func TestHostKeyFailover(t *testing.T) {
 	requirePKCS11(t)
-	prim := softhsmtest.NewToken(t, "tf-prim")
-	back := softhsmtest.NewToken(t, "tf-back")
-	key, pub := hostKey(t)
-	importKey(t, prim, key, "host")
-	importKey(t, back, key, "host")
-	lb, log := serverLog(t)
-	p, err := pkcs11.Open(pkcs11.Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: healthInterval, Logger: log,
-		Tokens:   []*uri.URI{{Token: prim.Label}, {Token: back.Label}},
-		Failover: map[string]string{prim.Label: back.Label}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := newRegistry(t, p, log, nil, provider.Policy{})
-	signer, err := p.Signer(context.Background(), "pkcs11:token="+prim.Label+";object=host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, reg, []crypto.Signer{signer}, log)
-	cfg := clientConfig(srv, pub, "")
+	fs := startFailoverServer(t, "tf", nil)
+	prim, back, key, lb, p, srv, cfg := fs.prim, fs.back, fs.key, fs.lb, fs.p, fs.srv, fs.cfg
 	gate := make(chan struct{})
 	established := startTransfer(srv.Addr, cfg, hostSize, 2, gate)
 	<-established.half

@@ -1,17 +1,12 @@
 package tokenfaults
 
 import (
-	"context"
-	"crypto"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/offload/offload/internal/softhsmtest"
-	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // rekeyEvery makes the client re-exchange keys often, so that an
@@ -95,26 +90,9 @@ func TestInjectHostKeyDeviceRemoved(t *testing.T) {
 // signed on the failover token; cleared, the first token is reattached.
 func TestInjectHostKeyFailover(t *testing.T) {
 	requirePKCS11(t)
-	prim := softhsmtest.NewToken(t, "tf-inj-prim")
-	back := softhsmtest.NewToken(t, "tf-inj-back")
-	key, pub := hostKey(t)
-	importKey(t, prim, key, "host")
-	importKey(t, back, key, "host")
-	lb, log := serverLog(t)
 	f := &pkcs11.FaultInjector{}
-	p, err := pkcs11.Open(pkcs11.Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: healthInterval,
-		Logger: log, Faults: f, Tokens: []*uri.URI{{Token: prim.Label}, {Token: back.Label}},
-		Failover: map[string]string{prim.Label: back.Label}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := newRegistry(t, p, log, nil, provider.Policy{})
-	signer, err := p.Signer(context.Background(), "pkcs11:token="+prim.Label+";object=host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, reg, []crypto.Signer{signer}, log)
-	cfg := clientConfig(srv, pub, "")
+	fs := startFailoverServer(t, "tf-inj", f)
+	back, lb, p, srv, cfg := fs.back, fs.lb, fs.p, fs.srv, fs.cfg
 	gate := make(chan struct{})
 	established := startTransfer(srv.Addr, cfg, injectSize, 3, gate)
 	<-established.half
