@@ -24,6 +24,9 @@
 package softhsmtest
 
 import (
+	"crypto"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -208,6 +211,24 @@ func (tok *Token) Recreate(t testing.TB) {
 func (tok *Token) Delete(t testing.TB) {
 	t.Helper()
 	if _, err := tok.Env.run("--delete-token", "--token", tok.Label); err != nil {
+		t.Fatalf("softhsmtest: %v", err)
+	}
+}
+
+// Import stores key (any key x509.MarshalPKCS8PrivateKey takes) on the
+// token under label with softhsm2-util, from outside the test process, as
+// an administrator restoring a token from a backup would.
+func (tok *Token) Import(t testing.TB, key crypto.PrivateKey, label string) {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatalf("softhsmtest: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatalf("softhsmtest: %v", err)
+	}
+	if _, err := tok.Env.run("--import", file, "--token", tok.Label, "--label", label, "--id", "01", "--pin", tok.PIN); err != nil {
 		t.Fatalf("softhsmtest: %v", err)
 	}
 }

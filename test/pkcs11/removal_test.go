@@ -12,13 +12,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,25 +23,6 @@ import (
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/software"
 )
-
-// importWithUtil stores a PKCS #8 key on the token from outside the test
-// process, as an administrator restoring a token would.
-func importWithUtil(t *testing.T, tok *softhsmtest.Token, key *ecdsa.PrivateKey, label string) {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(tok.Env.Util, "--import", file, "--token", tok.Label, "--label", label, "--id", "01",
-		"--pin", tok.PIN).CombinedOutput()
-	if err != nil {
-		t.Fatalf("softhsm2-util --import: %v: %s", err, out)
-	}
-}
 
 func waitHealth(t *testing.T, p *pkcs11.Provider, up bool) {
 	t.Helper()
@@ -68,7 +44,7 @@ func waitHealth(t *testing.T, p *pkcs11.Provider, up bool) {
 func TestTokenRemovedAndRecreated(t *testing.T) {
 	tok := softhsmtest.NewToken(t, "removable")
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	importWithUtil(t, tok, key, "host")
+	tok.Import(t, key, "host")
 
 	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{HealthInterval: 50 * time.Millisecond})
 	if err != nil {
@@ -142,7 +118,7 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 	}
 
 	tok.Recreate(t)
-	importWithUtil(t, tok, key, "host")
+	tok.Import(t, key, "host")
 	waitHealth(t, p, true)
 	if err := sign(); err != nil {
 		t.Errorf("after the token and key came back: %v", err)
@@ -156,7 +132,7 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 	waitHealth(t, p, false)
 	tok.Recreate(t)
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	importWithUtil(t, tok, other, "host")
+	tok.Import(t, other, "host")
 	waitHealth(t, p, true)
 	if err := sign(); err == nil || !strings.Contains(err.Error(), "different key") {
 		t.Errorf("signing after the key was replaced: %v, want a refusal", err)

@@ -6,17 +6,12 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/sha256"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,24 +90,6 @@ func waitHealth(t *testing.T, p *pkcs11.Provider, i int, up bool) {
 			t.Fatalf("token %d did not become up=%v in %v: %+v", i, up, healthTimeout, p.Health()[i])
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// importKey stores key on tok with softhsm2-util, from outside the test
-// process, as an administrator restoring a token from a backup would.
-func importKey(t *testing.T, tok *softhsmtest.Token, key *ecdsa.PrivateKey, label string) {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(tok.Env.Util, "--import", file, "--token", tok.Label, "--label", label, "--id", "01", "--pin", tok.PIN)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("softhsm2-util --import: %v: %s", err, out)
 	}
 }
 
@@ -286,8 +263,8 @@ func startFailoverServer(t *testing.T, prefix string, f *pkcs11.FaultInjector) *
 	fs := &failoverServer{prim: softhsmtest.NewToken(t, prefix+"-prim"), back: softhsmtest.NewToken(t, prefix+"-back")}
 	var pub ssh.PublicKey
 	fs.key, pub = hostKey(t)
-	importKey(t, fs.prim, fs.key, "host")
-	importKey(t, fs.back, fs.key, "host")
+	fs.prim.Import(t, fs.key, "host")
+	fs.back.Import(t, fs.key, "host")
 	var log *slog.Logger
 	fs.lb, log = serverLog(t)
 	p, err := pkcs11.Open(pkcs11.Config{ModulePath: fs.prim.Module, PINSource: fs.prim.PINFile, HealthInterval: healthInterval,

@@ -44,7 +44,7 @@ func TestHostKeyTokenRemovedNoFailover(t *testing.T) {
 	requirePKCS11(t)
 	tok := softhsmtest.NewToken(t, "tf-host")
 	key, pub := hostKey(t)
-	importKey(t, tok, key, "host")
+	tok.Import(t, key, "host")
 	lb, log := serverLog(t)
 	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{HealthInterval: healthInterval, Logger: log})
 	if err != nil {
@@ -74,7 +74,7 @@ func TestHostKeyTokenRemovedNoFailover(t *testing.T) {
 	}
 
 	tok.Recreate(t)
-	importKey(t, tok, key, "host")
+	tok.Import(t, key, "host")
 	waitHealth(t, p, 0, true)
 	if got := roundTrip(t, srv.Addr, cfg, 1<<20); got != "completed" {
 		t.Fatalf("new connection after the token and key came back: %s", got)
@@ -149,7 +149,7 @@ func TestHostKeyFailover(t *testing.T) {
 	h := p.Health()
 
 	prim.Recreate(t)
-	importKey(t, prim, key, "host")
+	prim.Import(t, key, "host")
 	waitHealth(t, p, 0, true)
 	if got := roundTrip(t, srv.Addr, cfg, 1<<20); got != "completed" {
 		t.Fatalf("new connection after the primary token came back: %s", got)

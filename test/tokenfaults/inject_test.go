@@ -73,7 +73,7 @@ func newRig(t *testing.T, label string, o rigOptions) *rig {
 	var pub ssh.PublicKey
 	if o.hostKey {
 		key, p := hostKey(t)
-		importKey(t, r.tok, key, "host")
+		r.tok.Import(t, key, "host")
 		s, err := reg.Signer(context.Background(), r.tok.URI("host"))
 		if err != nil {
 			t.Fatal(err)
