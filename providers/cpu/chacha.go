@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"crypto/cipher"
 	"unsafe"
 
 	"golang.org/x/crypto/chacha20"
@@ -38,9 +39,7 @@ const (
 
 type keyStream struct {
 	key  [chacha20.KeySize]byte
-	aead interface {
-		Seal(dst, nonce, plaintext, ad []byte) []byte
-	}
+	aead cipher.AEAD // ChaCha20-Poly1305 under the same key
 }
 
 var _ provider.KeyStream = (*keyStream)(nil)
