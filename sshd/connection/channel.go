@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,6 +50,8 @@ type channel struct {
 	reqsOnce sync.Once
 
 	stdout, stderr dataWriter
+
+	resize atomic.Pointer[os.File] // the pty master while a program runs on it (pty.go)
 }
 
 func newChannel(m *mux, id uint32, o openMsg) *channel {

@@ -290,6 +290,8 @@ func (m *mux) channelRequest(c *channel, p []byte) error {
 	switch {
 	case c.closing.Load():
 		return nil // in flight when we closed; the peer expects no reply
+	case c.resizeInline(r):
+		return nil
 	case c.reqs == nil:
 		if r.wantReply {
 			m.ctl.send(appendChannelMsg(nil, wire.MsgChannelFailure, c.remote))

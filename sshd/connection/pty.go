@@ -106,20 +106,47 @@ func parseModes(b []byte) ([]termMode, error) {
 
 // windowChange resizes the pty (sizes are clamped, never refused).
 func (s *session) windowChange(b []byte) error {
-	r := wire.NewReader(b)
-	cols, rows := r.Uint32("columns"), r.Uint32("rows")
-	w, h := r.Uint32("width"), r.Uint32("height")
-	if err := r.Done(); err != nil {
-		return refuse("window-change", "malformed: %v", err)
+	size, err := parseWindowChange(b)
+	if err != nil {
+		return err
 	}
 	if s.pty == nil {
 		return refuse("window-change", "no pty")
 	}
-	s.pty.size = winsize(cols, rows, w, h)
+	s.pty.size = size
 	if p := s.process(); p != nil && p.pty != nil {
 		return setWinsize(p.pty, &s.pty.size)
 	}
 	return nil
+}
+
+func parseWindowChange(b []byte) (pty.Winsize, error) {
+	r := wire.NewReader(b)
+	cols, rows := r.Uint32("columns"), r.Uint32("rows")
+	w, h := r.Uint32("width"), r.Uint32("height")
+	if err := r.Done(); err != nil {
+		return pty.Winsize{}, refuse("window-change", "malformed: %v", err)
+	}
+	return winsize(cols, rows, w, h), nil
+}
+
+// resizeInline applies a window-change without a reply in the read loop,
+// while the channel's program runs on a pty: then it takes effect before
+// the data the client sent after it reaches the program, as with OpenSSH
+// (queued behind the session's other requests, a command typed right
+// after a resize could still see the old size). It reports false, having
+// done nothing, when the request must take the queue.
+func (c *channel) resizeInline(r requestMsg) bool {
+	f := c.resize.Load()
+	if f == nil || r.kind != "window-change" || r.wantReply {
+		return false
+	}
+	size, err := parseWindowChange(r.payload)
+	if err != nil {
+		return false // the queue refuses and logs it
+	}
+	setWinsize(f, &size) // fails harmlessly once the pty is closed
+	return true
 }
 
 // startPTY runs c on a new pseudo-terminal with the requested modes.
@@ -141,6 +168,7 @@ func (s *session) startPTY(c *exec.Cmd) (*process, error) {
 		return nil, err
 	}
 	p := &process{cmd: c, pty: ptm, done: make(chan struct{})}
+	s.c.resize.Store(ptm)
 	s.later(func() { s.pumpPTYInput(ptm) })
 	s.later(func() { s.supervisePTY(p) })
 	return p, nil
@@ -195,6 +223,7 @@ func (s *session) supervisePTY(p *process) {
 	}
 	p.pty.SetReadDeadline(time.Now())
 	<-outDone
+	s.c.resize.Store(nil)
 	p.pty.Close()
 	s.finish(st)
 }
