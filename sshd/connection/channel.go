@@ -29,6 +29,7 @@ type channel struct {
 	readerIdle bool            // a reader waits in Read
 	sinkBusy   bool            // the read loop is writing to the sink
 	sinkWait   bool            // someone waits for sinkBusy to clear
+	pend       []byte          // data held for one write to the sink (sink.go)
 	inWindow   uint32          // bytes the peer may still send
 	consumed   uint32          // bytes read since the last WINDOW_ADJUST
 	eofIn      bool

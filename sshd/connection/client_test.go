@@ -69,10 +69,20 @@ func startClient(t testing.TB, cfg *Config, p *perm.Permissions) *client {
 }
 
 func startClientCtx(t testing.TB, ctx context.Context, cfg *Config, p *perm.Permissions) *client {
+	return startClientConn(t, ctx, cfg, p, false)
+}
+
+// startClientConn starts Serve on a memConn; plain hides its
+// wire.ReadWaiter, so channel data is not batched.
+func startClientConn(t testing.TB, ctx context.Context, cfg *Config, p *perm.Permissions, plain bool) *client {
 	srv, cli := memPipe()
 	c := &client{t: t, pc: cli, server: srv, serveErr: make(chan error, 1),
 		chans: map[uint32]*cchan{}, globals: make(chan byte, 16), done: make(chan struct{})}
-	go func() { c.serveErr <- Serve(ctx, srv, p, cfg) }()
+	var spc wire.PacketConn = srv
+	if plain {
+		spc = plainConn{srv}
+	}
+	go func() { c.serveErr <- Serve(ctx, spc, p, cfg) }()
 	go c.loop()
 	t.Cleanup(func() { c.pc.Close(); c.wait(t) })
 	return c

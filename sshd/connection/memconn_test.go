@@ -16,6 +16,23 @@ type pktQueue struct {
 	free   [][]byte
 	last   []byte
 	closed bool
+	onWait func() // see wire.ReadWaiter
+	paused bool   // get waits: tests queue a burst
+}
+
+// pause makes get wait until resume, so that what is put meanwhile is
+// read as one burst.
+func (q *pktQueue) pause() {
+	q.mu.Lock()
+	q.paused = true
+	q.mu.Unlock()
+}
+
+func (q *pktQueue) resume() {
+	q.mu.Lock()
+	q.paused = false
+	q.cond.Broadcast()
+	q.mu.Unlock()
 }
 
 func newPktQueue() *pktQueue {
@@ -48,7 +65,15 @@ func (q *pktQueue) get() ([]byte, error) {
 		q.free = append(q.free, q.last)
 		q.last = nil
 	}
-	for q.head == len(q.items) && !q.closed {
+	for (q.head == len(q.items) || q.paused) && !q.closed {
+		if f := q.onWait; f != nil {
+			q.mu.Unlock()
+			f()
+			q.mu.Lock()
+			if (q.head < len(q.items) && !q.paused) || q.closed {
+				break
+			}
+		}
 		q.cond.Wait()
 	}
 	if q.head == len(q.items) {
@@ -88,6 +113,14 @@ func (c *memConn) ReadPacket() ([]byte, error) { return c.in.get() }
 func (c *memConn) WritePacket(p []byte) error  { return c.out.put(p) }
 func (c *memConn) SessionID() []byte           { return []byte("memconn") }
 
+// OnReadWait implements wire.ReadWaiter, so the connection layer batches
+// channel data as it does over the transport.
+func (c *memConn) OnReadWait(f func()) {
+	c.in.mu.Lock()
+	c.in.onWait = f
+	c.in.mu.Unlock()
+}
+
 func (c *memConn) Close() error {
 	c.in.close()
 	c.out.close()
@@ -107,3 +140,13 @@ func (c *memConn) disconnected() uint32 {
 	defer c.mu.Unlock()
 	return c.disconnect
 }
+
+// plainConn is a memConn without wire.ReadWaiter: the connection layer
+// then writes each data packet as it comes.
+type plainConn struct{ m *memConn }
+
+func (c plainConn) ReadPacket() ([]byte, error)                { return c.m.ReadPacket() }
+func (c plainConn) WritePacket(p []byte) error                 { return c.m.WritePacket(p) }
+func (c plainConn) SessionID() []byte                          { return c.m.SessionID() }
+func (c plainConn) Close() error                               { return c.m.Close() }
+func (c plainConn) Disconnect(reason uint32, msg string) error { return c.m.Disconnect(reason, msg) }

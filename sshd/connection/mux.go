@@ -35,6 +35,8 @@ type mux struct {
 	acct           accountOnce
 	discOnce       sync.Once
 	handler        channelHandler // replaces all channel types when set (tests)
+	batch          bool           // pc is a wire.ReadWaiter: sinks may hold data (sink.go)
+	held           *channel       // the channel holding data for its sink; read loop only
 }
 
 // Serve runs the connection protocol on pc for the user p authenticated
@@ -60,6 +62,10 @@ func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Co
 	m.ctl = newCtlQueue(pc)
 	stop := context.AfterFunc(ctx, func() { pc.Close() })
 	defer stop()
+	if rw, ok := pc.(wire.ReadWaiter); ok {
+		rw.OnReadWait(m.flushHeld)
+		m.batch = true
+	}
 	m.startKeepalive()
 	err := m.loop()
 	return m.finish(ctx, cancel, err)
@@ -107,6 +113,9 @@ func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) 
 func (m *mux) loop() error {
 	for {
 		p, err := m.pc.ReadPacket()
+		if m.held != nil && (err != nil || !m.continuesHeld(p)) {
+			m.flushHeld()
+		}
 		if err != nil {
 			var pe *ProtocolError
 			if errors.As(m.ctl.err(), &pe) { // why the connection was cut
@@ -124,6 +133,29 @@ func (m *mux) loop() error {
 		if err := m.ctl.err(); err != nil {
 			return err
 		}
+	}
+}
+
+// continuesHeld reports whether p is more data for the channel holding
+// data, which may join it.
+func (m *mux) continuesHeld(p []byte) bool {
+	id, ok := channelID(p)
+	return ok && p[0] == wire.MsgChannelData && id == m.held.id
+}
+
+// flushHeld writes the data the held channel collected (sink.go).
+func (m *mux) flushHeld() {
+	c := m.held
+	if c == nil {
+		return
+	}
+	m.held = nil
+	c.mu.Lock()
+	c.flushLocked()
+	adj := c.takeAdjustLocked()
+	c.mu.Unlock()
+	if adj > 0 {
+		m.ctl.send(appendWindowAdjust(nil, c.remote, adj))
 	}
 }
 
@@ -230,8 +262,11 @@ func (m *mux) data(c *channel, p []byte) error {
 	case ext != 0 || c.eofIn || c.dead:
 		c.consumed += uint32(len(d)) // nobody reads it: give the window back
 		adj = c.takeAdjustLocked()
-	case c.sinkLocked(d):
+	case c.sinkLocked(d, m.batch):
 		adj = c.takeAdjustLocked()
+		if len(c.pend) > 0 {
+			m.held = c
+		}
 	default:
 		c.in.write(d)
 		c.cond.Broadcast()

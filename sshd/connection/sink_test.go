@@ -6,18 +6,26 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestSinkLateReader uploads to a program that starts reading only after
-// a while: the first bytes go straight to the pipe, the rest wait in the
-// ring for the pump once the pipe is full; all arrive, in order.
-func TestSinkLateReader(t *testing.T) {
-	c := startClient(t, nil, self(t))
-	ch := c.session(t)
-	ch.exec("sleep 0.3; sha256sum")
-	rng := rand.New(rand.NewPCG(7, 7))
+// bothModes runs f with channel data batched (the transport's
+// wire.ReadWaiter) and written packet by packet.
+func bothModes(t *testing.T, f func(t *testing.T, c *client)) {
+	for _, plain := range []bool{false, true} {
+		name := map[bool]string{false: "batched", true: "plain"}[plain]
+		t.Run(name, func(t *testing.T) {
+			f(t, startClientConn(t, t.Context(), nil, self(t), plain))
+		})
+	}
+}
+
+// randomChunks sends about n bytes in chunks of random size to ch and
+// returns their SHA-256 as sha256sum prints it.
+func randomChunks(ch *cchan, seed uint64, n int) string {
+	rng := rand.New(rand.NewPCG(seed, seed))
 	want := sha256.New()
-	for sent := 0; sent < 3<<20; {
+	for sent := 0; sent < n; {
 		b := make([]byte, 1+rng.IntN(40_000))
 		for i := range b {
 			b[i] = byte(rng.Uint32())
@@ -26,29 +34,121 @@ func TestSinkLateReader(t *testing.T) {
 		want.Write(b)
 		sent += len(b)
 	}
-	ch.sendEOF()
-	ch.waitClosed(t)
-	if got := strings.Fields(ch.stdout.String()); len(got) == 0 || got[0] != hex.EncodeToString(want.Sum(nil)) {
-		t.Errorf("sha256sum printed %q", ch.stdout.String())
+	return hex.EncodeToString(want.Sum(nil))
+}
+
+func checkSum(t *testing.T, ch *cchan, want string) {
+	t.Helper()
+	if got := strings.Fields(ch.stdout.String()); len(got) == 0 || got[0] != want {
+		t.Errorf("sha256sum printed %q, want %s", ch.stdout.String(), want)
 	}
-	c.checkFaults(t)
+}
+
+// TestSinkLateReader uploads to a program that starts reading only after
+// a while: the first bytes go straight to the pipe, the rest wait in the
+// ring for the pump once the pipe is full; all arrive, in order.
+func TestSinkLateReader(t *testing.T) {
+	bothModes(t, func(t *testing.T, c *client) {
+		ch := c.session(t)
+		ch.exec("sleep 0.3; sha256sum")
+		want := randomChunks(ch, 7, 3<<20)
+		ch.sendEOF()
+		ch.waitClosed(t)
+		checkSum(t, ch, want)
+		c.checkFaults(t)
+	})
 }
 
 // TestSinkReaderExits uploads more than a program reads before it exits:
 // the rest is discarded, the window keeps moving and the session ends
 // with the program's status.
 func TestSinkReaderExits(t *testing.T) {
-	c := startClient(t, nil, self(t))
-	ch := c.session(t)
-	ch.exec("head -c 1000 >/dev/null")
-	b := make([]byte, 32768)
-	for range 128 { // 4 MiB, twice the window
-		ch.write(b)
+	bothModes(t, func(t *testing.T, c *client) {
+		ch := c.session(t)
+		ch.exec("head -c 1000 >/dev/null")
+		b := make([]byte, 32768)
+		for range 128 { // 4 MiB, twice the window
+			ch.write(b)
+		}
+		ch.sendEOF()
+		ch.waitClosed(t)
+		if ch.exitStatus != 0 {
+			t.Errorf("exit status %d", ch.exitStatus)
+		}
+		c.checkFaults(t)
+	})
+}
+
+// waitStdout waits until the channel's stdout is want; a batched sink
+// that held data while the connection went quiet would never get there.
+func waitStdout(t *testing.T, ch *cchan, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		ch.mu.Lock()
+		got := ch.stdout.String()
+		ch.mu.Unlock()
+		if got == want {
+			return
+		}
 	}
-	ch.sendEOF()
-	ch.waitClosed(t)
-	if ch.exitStatus != 0 {
-		t.Errorf("exit status %d", ch.exitStatus)
-	}
-	c.checkFaults(t)
+	t.Fatalf("stdout never became %q", want)
+}
+
+// TestSinkBatchQuiet types into cat one key at a time: each key must come
+// back before the next is sent, so data held for batching is written as
+// soon as the connection has nothing more to read.
+func TestSinkBatchQuiet(t *testing.T) {
+	bothModes(t, func(t *testing.T, c *client) {
+		ch := c.session(t)
+		ch.exec("cat")
+		typed := ""
+		for _, k := range "hello, world" {
+			ch.write([]byte(string(k)))
+			typed += string(k)
+			waitStdout(t, ch, typed)
+		}
+		ch.sendEOF()
+		ch.waitClosed(t)
+		c.checkFaults(t)
+	})
+}
+
+// TestSinkBatchInterleaved uploads to two programs at once with their
+// packets interleaved and arriving in bursts, the last one ending with
+// both EOFs: a packet for the other channel, or any other message, ends
+// the batch, and each program gets exactly its own bytes.
+func TestSinkBatchInterleaved(t *testing.T) {
+	bothModes(t, func(t *testing.T, c *client) {
+		a, b := c.session(t), c.session(t)
+		a.exec("sha256sum")
+		b.exec("sha256sum")
+		ha, hb := sha256.New(), sha256.New()
+		rng := rand.New(rand.NewPCG(1, 2))
+		for round := range 20 {
+			c.server.in.pause()
+			for range 8 { // little enough that the pipes never fill
+				ch, h := a, ha
+				if rng.IntN(2) == 0 {
+					ch, h = b, hb
+				}
+				p := make([]byte, 1+rng.IntN(6000))
+				for i := range p {
+					p[i] = byte(rng.Uint32())
+				}
+				ch.write(p)
+				h.Write(p)
+			}
+			if round == 19 {
+				a.sendEOF()
+				b.sendEOF()
+			}
+			c.server.in.resume()
+			time.Sleep(5 * time.Millisecond) // let the programs read
+		}
+		a.waitClosed(t)
+		b.waitClosed(t)
+		checkSum(t, a, hex.EncodeToString(ha.Sum(nil)))
+		checkSum(t, b, hex.EncodeToString(hb.Sum(nil)))
+		c.checkFaults(t)
+	})
 }

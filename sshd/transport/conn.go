@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -79,7 +78,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	rand.Read(seed[:])
 	c := &Conn{
 		srv: s, nc: nc,
-		rd: newPacketReader(bufio.NewReaderSize(nc, 64<<10)),
+		rd: newPacketReader(nc),
 		wr: newPacketWriter(nc, seed),
 		qa: newQuickAcker(nc),
 	}
@@ -126,6 +125,19 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	}
 	c.last = c.rd.seq - 1
 	return p, nil
+}
+
+// OnReadWait makes ReadPacket call f, on the reading goroutine, each time
+// it is about to wait for bytes from the peer; packets that have already
+// arrived are returned without calling it. A reader that holds back work
+// to batch it (the connection layer coalesces consecutive channel data
+// into one pipe write) does it in f, so nothing is held while the
+// connection waits. f must not call ReadPacket, and must not wait for
+// anything the peer sends. Call OnReadWait from the reading goroutine.
+func (c *Conn) OnReadWait(f func()) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.rd.onWait = f
 }
 
 // Unimplemented answers the packet ReadPacket returned last with

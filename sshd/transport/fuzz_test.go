@@ -37,7 +37,7 @@ func FuzzReadPacket(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		r := newPacketReader(bufio.NewReader(bytes.NewReader(in[1:])))
+		r := newPacketReader(bytes.NewReader(in[1:]))
 		if i := int(in[0]); i < len(combos) {
 			c, err := newPacketCipher(reg, combos[i].cs, combos[i].ms, fixedKeys(combos[i].cs, combos[i].ms))
 			if err != nil {

@@ -30,7 +30,7 @@ func dialRaw(t *testing.T, ts *testServer) *rawClient {
 	}
 	t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	return &rawClient{t: t, nc: nc, r: newPacketReader(bufio.NewReader(nc)), w: newPacketWriter(nc, [32]byte{})}
+	return &rawClient{t: t, nc: nc, r: newPacketReader(nc), w: newPacketWriter(nc, [32]byte{})}
 }
 
 func (c *rawClient) version(v string) {

@@ -24,6 +24,13 @@ const (
 	// (once, up to bufSize) when a bigger packet comes, so an idle
 	// connection does not hold 2 × 256 KiB.
 	initialBuf = 36 << 10
+	// readAhead is the read buffer of a connection that carries bulk
+	// data: big enough to hold several full packets, so a burst of them
+	// comes in with one read(2) and the connection layer can hand them
+	// on together. Idle connections keep the 64 KiB they start with.
+	readAhead  = 256 << 10
+	startRead  = 64 << 10
+	bulkPacket = 16 << 10
 )
 
 // grow returns buf with room for n bytes, reallocating only when it is
@@ -38,22 +45,51 @@ func grow(buf []byte, n int) []byte {
 // packetReader decodes packets from the peer.
 type packetReader struct {
 	r   *bufio.Reader
+	src io.Reader // what r reads, to grow r
 	c   packetCipher
 	seq uint32
 	buf []byte
 	// bytes and packets count traffic since the keys last changed.
 	bytes, packets uint64
+	// onWait, when set, runs before a read that has to wait for the
+	// network (see Conn.OnReadWait).
+	onWait func()
+	bulk   bool // a packet of bulkPacket bytes or more has come
 }
 
-func newPacketReader(r *bufio.Reader) *packetReader {
-	return &packetReader{r: r, c: noneCipher{}, buf: make([]byte, initialBuf)}
+func newPacketReader(src io.Reader) *packetReader {
+	return &packetReader{r: bufio.NewReaderSize(src, startRead), src: src, c: noneCipher{}, buf: make([]byte, initialBuf)}
+}
+
+// fill reads exactly len(b) bytes, first calling onWait when they have
+// not all arrived yet.
+func (p *packetReader) fill(b []byte) error {
+	if p.onWait != nil && p.r.Buffered() < len(b) {
+		p.onWait()
+	}
+	if _, err := io.ReadFull(p.r, b); err != nil {
+		return connLost(err)
+	}
+	return nil
+}
+
+// growAhead enlarges the read buffer once a bulk packet has come, at the
+// next moment the buffer is empty, so no byte is lost in the swap.
+func (p *packetReader) growAhead(total int) {
+	if p.r.Size() >= readAhead {
+		return
+	}
+	p.bulk = p.bulk || total >= bulkPacket
+	if p.bulk && p.r.Buffered() == 0 {
+		p.r = bufio.NewReaderSize(p.src, readAhead)
+	}
 }
 
 // read returns the next payload; it aliases the reader's buffer until the
 // next call.
 func (p *packetReader) read() ([]byte, error) {
-	if _, err := io.ReadFull(p.r, p.buf[:4]); err != nil {
-		return nil, connLost(err)
+	if err := p.fill(p.buf[:4]); err != nil {
+		return nil, err
 	}
 	n, err := guardedLength(p.c, p.seq, p.buf[:4])
 	if err != nil {
@@ -69,9 +105,10 @@ func (p *packetReader) read() ([]byte, error) {
 		copy(p.buf, hdr[:])
 	}
 	pkt := p.buf[:total]
-	if _, err := io.ReadFull(p.r, pkt[4:]); err != nil {
-		return nil, connLost(err)
+	if err := p.fill(pkt[4:]); err != nil {
+		return nil, err
 	}
+	p.growAhead(total)
 	body, err := guardedOpen(p.c, p.seq, pkt)
 	if _, failed := err.(*DisconnectError); failed {
 		return nil, err // the provider, not the peer

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"io"
@@ -44,7 +43,7 @@ type loopback struct {
 func newLoopback(t testing.TB, cs *cipherSpec, ms *macSpec) *loopback {
 	l := &loopback{}
 	l.w = newPacketWriter(&l.buf, [32]byte{1})
-	l.r = newPacketReader(bufio.NewReaderSize(&l.buf, 64<<10))
+	l.r = newPacketReader(&l.buf)
 	if cs != nil {
 		l.w.c, l.r.c = cipherPair(t, cs, ms)
 	}

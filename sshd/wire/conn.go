@@ -33,6 +33,16 @@ type Unimplementer interface {
 	Unimplemented() error
 }
 
+// ReadWaiter is implemented by PacketConns that can tell their reader
+// when ReadPacket is about to wait for the network: OnReadWait makes
+// ReadPacket call f, on the reading goroutine, just before such a wait
+// (never when the next packet has already arrived). A reader that holds
+// back work to batch it does that work in f. f must not call ReadPacket
+// or wait for the peer.
+type ReadWaiter interface {
+	OnReadWait(f func())
+}
+
 // Known reports whether t is a message number the SSH RFCs and OpenSSH's
 // PROTOCOL define or reserve for a known purpose (transport 1-49, user
 // authentication 50-79, connection 80-100); the connection layer answers
