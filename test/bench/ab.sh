@@ -1,0 +1,105 @@
+#!/bin/bash
+# ab.sh: A/B test of one pipe transfer across several sshd builds.
+#
+#   test/bench/ab.sh [-r ROUNDS] [-s SIZE] [-d up|down] [-c CIPHER] SERVER...
+#
+# SERVER is the path of an offload binary, or "openssh" for the system's
+# /usr/sbin/sshd. Each round starts every server in turn on 127.0.0.1 and
+# moves SIZE (default 1G) through `ssh host 'cat >/dev/null' < payload`
+# (up) or `ssh host cat payload | cat >/dev/null` (down), printing the
+# throughput and the server's CPU seconds (itself and its reaped
+# children: OpenSSH's per-connection processes, the shell and cat).
+# Servers alternate within a round, so a busy neighbour slows all alike.
+# test/bench (the Go harness) is the full benchmark; this script is for
+# comparing two builds of offload, which the harness cannot.
+set -euo pipefail
+
+rounds=3 size=1G dir=up cipher=aes128-gcm@openssh.com
+while getopts "r:s:d:c:" o; do
+	case $o in
+	r) rounds=$OPTARG ;;
+	s) size=$OPTARG ;;
+	d) dir=$OPTARG ;;
+	c) cipher=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || { echo "usage: $0 [-r ROUNDS] [-s SIZE] [-d up|down] [-c CIPHER] SERVER..." >&2; exit 2; }
+for t in ssh ssh-keygen; do
+	command -v $t >/dev/null || { echo "ab.sh: $t is missing (apt-get install openssh-client)" >&2; exit 1; }
+done
+for s in "$@"; do
+	if [ "$s" = openssh ]; then
+		[ -x /usr/sbin/sshd ] || { echo "ab.sh: /usr/sbin/sshd is missing (apt-get install openssh-server)" >&2; exit 1; }
+		[ -d /run/sshd ] || mkdir -p /run/sshd 2>/dev/null || { echo "ab.sh: OpenSSH needs /run/sshd (run as root)" >&2; exit 1; }
+	else
+		[ -x "$s" ] || { echo "ab.sh: $s is not an executable" >&2; exit 1; }
+	fi
+done
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ssh-keygen -q -t ed25519 -N '' -f "$work/hk"
+ssh-keygen -q -t ed25519 -N '' -f "$work/ck"
+cp "$work/ck.pub" "$work/authorized_keys"
+head -c "$size" /dev/urandom >"$work/payload"
+bytes=$(stat -c %s "$work/payload")
+common="ListenAddress 127.0.0.1
+HostKey $work/hk
+AuthorizedKeysFile $work/authorized_keys
+PasswordAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+Ciphers aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr
+MACs hmac-sha2-256-etm@openssh.com
+KexAlgorithms curve25519-sha256
+HostKeyAlgorithms ssh-ed25519
+AcceptEnv SHLVL
+LogLevel ERROR
+PidFile none
+StrictModes no"
+printf '%s\nPort 2398\nUsePAM no\nUseDNS no\nPrintMotd no\nPrintLastLog no\n' "$common" >"$work/openssh.conf"
+printf '%s\nPort 2399\nCalibrationCache %s/calib\n' "$common" "$work" >"$work/offload.conf"
+
+# cpu prints the CPU seconds of process $1 and its reaped children, in ticks.
+cpu() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat"; }
+
+# one SERVER: starts it, moves the payload once, prints a line, stops it.
+one() {
+	local s=$1 port
+	if [ "$s" = openssh ]; then
+		/usr/sbin/sshd -D -e -f "$work/openssh.conf" 2>>"$work/server.log" & port=2398
+	else
+		"$s" sshd -f "$work/offload.conf" 2>>"$work/server.log" & port=2399
+	fi
+	pid=$!
+	for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+	local ssh=(ssh -q -i "$work/ck" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no
+		-o SetEnv=SHLVL=1 -c "$cipher" -p "$port" "$(id -un)@127.0.0.1")
+	"${ssh[@]}" true # offload calibrates a cipher on first use; not timed
+	local c0 t0 t1 c1
+	c0=$(cpu $pid) t0=$(date +%s.%N)
+	if [ "$dir" = up ]; then
+		"${ssh[@]}" 'cat >/dev/null' <"$work/payload"
+	else
+		"${ssh[@]}" "cat $work/payload" | cat >/dev/null
+	fi
+	t1=$(date +%s.%N) c1=$(cpu $pid)
+	kill $pid && wait $pid 2>/dev/null || true
+	pid=
+	awk -v s="$s" -v b="$bytes" -v t0="$t0" -v t1="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { w = t1 - t0; printf "%-28s %8.1f MB/s  server CPU %5.2f s/GiB\n", s, b / w / 1e6, c / hz / (b / 2^30) }'
+}
+
+echo "# $dir, $cipher, $size, $rounds rounds, $(date -u +%H:%M) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$rounds"); do
+	for s in "$@"; do one "$s"; done
+done
