@@ -34,7 +34,9 @@
 // so idle channels cost little; while a session program's stdin pump is
 // idle, the reader writes arriving data straight to the program's pipe
 // instead, without blocking (what does not fit goes to the ring), which
-// saves a goroutine switch and a copy per packet. The data path reuses per-channel buffers
+// saves a goroutine switch and a copy per packet. Over a transport that
+// is a wire.ReadWaiter, packets that arrived together are written with one
+// writev of up to 64 KiB (sink.go). The data path reuses per-channel buffers
 // and does not allocate per packet (see BenchmarkChannelInbound and
 // BenchmarkChannelOutbound).
 //
