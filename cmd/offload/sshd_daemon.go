@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/config"
@@ -253,7 +254,7 @@ func (d *daemon) accept(l net.Listener) {
 			defer d.conns.Done()
 			defer g.wg.Done()
 			defer d.stats.active.Add(-1)
-			cc := &countedConn{Conn: nc, stats: &d.stats}
+			cc := &countedConn{Conn: rawio.WrapConn(nc), stats: &d.stats}
 			start := time.Now()
 			g.srv.ServeConn(cc)
 			d.log.Debug("connection ended", "remote", nc.RemoteAddr().String(), "duration", time.Since(start),

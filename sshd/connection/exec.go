@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -172,8 +173,8 @@ type writerOnly struct{ io.Writer }
 func (s *session) supervisePipes(p *process, stdout, stderr *os.File) {
 	defer close(p.done)
 	outDone := make(chan struct{}, 2)
-	go func() { s.c.stdout.ReadFrom(stdout); outDone <- struct{}{} }()
-	go func() { s.c.stderr.ReadFrom(stderr); outDone <- struct{}{} }()
+	go func() { s.c.stdout.ReadFrom(rawReader(stdout)); outDone <- struct{}{} }()
+	go func() { s.c.stderr.ReadFrom(rawReader(stderr)); outDone <- struct{}{} }()
 	exited := waitProcess(p.cmd)
 	var st *os.ProcessState
 	for n := 0; n < 2; {
@@ -255,3 +256,11 @@ func exitMessage(st *os.ProcessState) (string, []byte) {
 }
 
 var errNoProcess = errors.New("no process running")
+
+// rawReader reads f with raw system calls (internal/rawio) when it can.
+func rawReader(f *os.File) io.Reader {
+	if r, _, ok := rawio.New(f); ok {
+		return r
+	}
+	return f
+}

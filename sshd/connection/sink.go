@@ -3,6 +3,8 @@ package connection
 import (
 	"os"
 	"syscall"
+
+	"github.com/offload/offload/internal/rawio"
 )
 
 // A session program's stdin pipe can be the channel's sink: while the
@@ -91,7 +93,7 @@ func (c *channel) flushLocked() {
 func (c *channel) writeSinkLocked(a, b []byte) {
 	c.sinkBusy = true
 	c.mu.Unlock()
-	n := tryWrite(c.sink, a, b)
+	n := rawio.TryWrite(c.sink, a, b)
 	c.mu.Lock()
 	c.sinkBusy = false
 	c.consumed += uint32(n)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -74,6 +75,7 @@ var (
 )
 
 func newConn(s *Server, nc net.Conn) *Conn {
+	nc = rawio.WrapConn(nc) // a *net.TCPConn reads and writes without scheduler hand-offs
 	var seed [32]byte
 	rand.Read(seed[:])
 	c := &Conn{

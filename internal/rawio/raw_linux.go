@@ -1,0 +1,31 @@
+package rawio
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	return int(n), e
+}
+
+func rawWrite(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	return int(n), e
+}
+
+// rawWritev writes a then b with one writev(2); either may be empty.
+func rawWritev(fd uintptr, a, b []byte) (int, syscall.Errno) {
+	switch {
+	case len(a) == 0:
+		return rawWrite(fd, b)
+	case len(b) == 0:
+		return rawWrite(fd, a)
+	}
+	iov := [2]syscall.Iovec{{Base: unsafe.SliceData(a)}, {Base: unsafe.SliceData(b)}}
+	iov[0].SetLen(len(a))
+	iov[1].SetLen(len(b))
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), 2)
+	return int(n), e
+}
