@@ -9,11 +9,7 @@
 // version.go reads the client's identification line (bounded, no
 // pre-banner lines from a client). packet.go frames packets with
 // hand-written codecs that do not allocate in steady state; packets up to
-// MaxPacket are accepted. The socket is read through a 64 KiB buffer that
-// grows to 256 KiB once bulk packets come, and Conn.OnReadWait tells the
-// reader when ReadPacket is about to wait for the network, so the layer
-// above can batch the work of packets that arrived together (the
-// connection layer writes them to a program's stdin as one). cipher_*.go assemble the packet protections
+// MaxPacket are accepted. cipher_*.go assemble the packet protections
 // from registry primitives: aes128/256-gcm@openssh.com from an AEAD,
 // chacha20-poly1305@openssh.com from the "chacha20" keystream and
 // "poly1305", aes128/256-ctr with hmac-sha2-256/512-etm@openssh.com from a
@@ -21,6 +17,16 @@
 // is decrypted; the older encrypt-and-MAC hmac-sha2-256/512 must decrypt
 // first (RFC 4253 §6.4) and check before the payload is used. A bad MAC
 // ends the connection with SSH_DISCONNECT_MAC_ERROR.
+//
+// # Bulk data
+//
+// The socket is read through a 64 KiB buffer that grows to 256 KiB once
+// bulk packets come. Conn.OnReadWait tells the reader when ReadPacket is
+// about to wait for the network, so the layer above can batch the work of
+// packets that arrived together (the connection layer writes them to a
+// program's stdin as one). A *net.TCPConn is read and written with raw
+// system calls (internal/rawio), which spares the Go scheduler a thread
+// hand-off per packet.
 //
 // # Key exchange
 //
