@@ -29,3 +29,15 @@ func rawWritev(fd uintptr, a, b []byte) (int, syscall.Errno) {
 	n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), 2)
 	return int(n), e
 }
+
+// nonBlocking reports whether rc's descriptor has O_NONBLOCK set.
+func nonBlocking(rc syscall.RawConn) bool {
+	flags := 0
+	var errno syscall.Errno
+	err := rc.Control(func(fd uintptr) {
+		var r uintptr
+		r, _, errno = syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		flags = int(r)
+	})
+	return err == nil && errno == 0 && flags&syscall.O_NONBLOCK != 0
+}

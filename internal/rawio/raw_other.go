@@ -37,3 +37,7 @@ func rawWritev(fd uintptr, a, b []byte) (int, syscall.Errno) {
 	}
 	return n + k, 0
 }
+
+// nonBlocking is true: without raw calls a blocking descriptor only
+// blocks its thread, as an ordinary read would.
+func nonBlocking(syscall.RawConn) bool { return true }

@@ -33,15 +33,16 @@ var (
 	_ io.Writer = Writer{}
 )
 
-// New returns a Reader and a Writer for c when it exposes a RawConn, and
-// ok false otherwise.
+// New returns a Reader and a Writer for c when it exposes a RawConn of a
+// non-blocking descriptor, and ok false otherwise (a raw call on a
+// blocking descriptor could hold a thread and its P indefinitely).
 func New(c any) (r Reader, w Writer, ok bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return r, w, false
 	}
 	rc, err := sc.SyscallConn()
-	if err != nil {
+	if err != nil || !nonBlocking(rc) {
 		return r, w, false
 	}
 	return Reader{rc}, Writer{rc}, true

@@ -151,3 +151,22 @@ func TestWrapConn(t *testing.T) {
 		t.Error("WrapConn changed a net.Pipe conn")
 	}
 }
+
+// TestBlockingRefused checks that New refuses a blocking descriptor, on
+// which a raw read would hold its thread and P until data came.
+func TestBlockingRefused(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	r := os.NewFile(uintptr(fds[0]), "blocking-r")
+	w := os.NewFile(uintptr(fds[1]), "blocking-w")
+	defer r.Close()
+	defer w.Close()
+	if _, _, ok := New(r); ok {
+		t.Error("New accepted a blocking pipe")
+	}
+	if _, _, ok := New(struct{ io.Reader }{r}); ok {
+		t.Error("New accepted a value without SyscallConn")
+	}
+}

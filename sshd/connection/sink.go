@@ -28,14 +28,17 @@ import (
 // only lasts while packets that have already arrived are decoded; the
 // window is given back when the bytes are written, as before.
 
-// setSink makes f (or nothing, when f is nil) the channel's sink.
+// setSink makes f (or nothing, when f is nil) the channel's sink. A
+// descriptor that is not non-blocking is no sink: the read loop must
+// never wait on the program.
 func (c *channel) setSink(f *os.File) {
 	var rc syscall.RawConn
 	if f != nil {
-		var err error
-		if rc, err = f.SyscallConn(); err != nil {
+		_, w, ok := rawio.New(f)
+		if !ok {
 			return
 		}
+		rc = w.RC
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
