@@ -74,7 +74,12 @@ cpu() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat"; }
 
 # one SERVER: starts it, moves the payload once, prints a line, stops it.
 one() {
-	local s=$1 port
+	local s=$1 port=2399
+	[ "$s" = openssh ] && port=2398
+	if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+		echo "ab.sh: port $port is already in use on 127.0.0.1" >&2
+		exit 1
+	fi
 	if [ "$s" = openssh ]; then
 		/usr/sbin/sshd -D -e -f "$work/openssh.conf" 2>>"$work/server.log" & port=2398
 	else
@@ -82,6 +87,11 @@ one() {
 	fi
 	pid=$!
 	for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+	if ! kill -0 $pid 2>/dev/null; then
+		echo "ab.sh: $s did not start; its log:" >&2
+		cat "$work/server.log" >&2
+		exit 1
+	fi
 	local ssh=(ssh -q -i "$work/ck" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no
 		-o SetEnv=SHLVL=1 -c "$cipher" -p "$port" "$(id -un)@127.0.0.1")
 	"${ssh[@]}" true # offload calibrates a cipher on first use; not timed
