@@ -32,13 +32,19 @@ func windowFor(v string) uint32 {
 	return DefaultWindowSize
 }
 
-// withWindow returns cfg with the window chosen for client version v, or
-// cfg itself when it sets a window.
+// withWindow returns cfg with the window chosen for client version v
+// (unless cfg sets one) and, for OpenSSH clients, send pacing
+// (connection.Config.PaceSends): their client slows down when its window
+// is kept full.
 func withWindow(cfg *connection.Config, v string) *connection.Config {
-	if cfg.WindowSize != 0 {
+	openssh := strings.HasPrefix(v, "SSH-2.0-OpenSSH_")
+	if cfg.WindowSize != 0 && (cfg.PaceSends || !openssh) {
 		return cfg
 	}
 	c := *cfg
-	c.WindowSize = windowFor(v)
+	if c.WindowSize == 0 {
+		c.WindowSize = windowFor(v)
+	}
+	c.PaceSends = c.PaceSends || openssh
 	return &c
 }

@@ -35,6 +35,7 @@ type channel struct {
 	eofIn      bool
 	dead       bool // peer closed or connection gone
 	outWindow  uint32
+	pace       *pacer // nil unless Config.PaceSends (pacing.go)
 	peerMax    uint32
 
 	sendMu    sync.RWMutex // data senders hold R; EOF/CLOSE hold W
@@ -58,6 +59,9 @@ type channel struct {
 func newChannel(m *mux, id uint32, o openMsg) *channel {
 	c := &channel{m: m, id: id, remote: o.sender, kind: o.kind, inWindow: m.cfg.window,
 		outWindow: o.window, peerMax: min(o.maxPacket, sendChunk)}
+	if m.cfg.PaceSends {
+		c.pace = newPacer(o.window)
+	}
 	c.cond.L = &c.mu
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	c.stdout = dataWriter{c: c}
@@ -183,15 +187,26 @@ func (c *channel) reply(r requestMsg, ok bool) {
 func (c *channel) reserve(n int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.outWindow == 0 && !c.dead {
+	for c.pace.allow(c.outWindow) == 0 && !c.dead {
+		c.pace.held(c.outWindow, c.paceValve)
 		c.cond.Wait()
 	}
 	if c.dead {
 		return 0, ErrClosed
 	}
-	k := min(uint32(min(n, math.MaxInt32)), c.outWindow, c.peerMax)
+	k := min(uint32(min(n, math.MaxInt32)), c.pace.allow(c.outWindow), c.peerMax)
 	c.outWindow -= k
+	c.pace.onSend(k, nowNano())
 	return int(k), nil
+}
+
+// paceValve runs when a paced sender waited paceValve for a window
+// adjustment (pacing.go).
+func (c *channel) paceValve() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pace.expire()
+	c.cond.Broadcast()
 }
 
 // kill marks the channel dead and wakes everyone waiting on it.

@@ -67,6 +67,12 @@ type Config struct {
 	// WindowSize is the receive window granted per channel (default 8 MiB,
 	// at least MaxPacket, at most 2^31-1).
 	WindowSize uint32
+	// PaceSends keeps the channel data in flight near what the path to the
+	// peer needs, judged from the delay of its window adjustments, instead
+	// of filling the peer's window (see pacing.go). It is for peers that
+	// return window early, as OpenSSH's client does (after 96 KiB); offload
+	// sshd sets it for OpenSSH clients.
+	PaceSends bool
 	// MaxPacket is the largest channel data payload we accept (default
 	// 64 KiB, between 1024 and 256 KiB). The transport must accept packets
 	// this big plus 13 bytes of header.
