@@ -30,7 +30,7 @@ import "time"
 // held a sender back for paceValve without an adjustment coming.
 
 const (
-	paceFloor     = 256 << 10 // smallest limit on bytes in flight
+	paceFloor     = 512 << 10 // smallest limit on bytes in flight
 	paceStep      = 64 << 10  // limit change per window adjustment
 	paceQueueHigh = 256 << 10 // estimated queue above which the limit shrinks
 	paceQueueLow  = 64 << 10  // and below which it grows

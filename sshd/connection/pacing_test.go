@@ -59,8 +59,8 @@ func TestPacerLongPath(t *testing.T) {
 func TestPacerQueue(t *testing.T) {
 	p := newPacer(2 << 20)
 	l := simulate(p, 5*time.Second, 300e6, func(int) int64 { return ms / 5 })
-	if l > 512<<10 || l < paceFloor {
-		t.Fatalf("limit %d with a queue; want between %d and 512 KiB", l, paceFloor)
+	if l > 768<<10 || l < paceFloor {
+		t.Fatalf("limit %d with a queue; want between %d and 768 KiB", l, paceFloor)
 	}
 }
 
