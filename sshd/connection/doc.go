@@ -40,6 +40,10 @@
 // and does not allocate per packet (see BenchmarkChannelInbound and
 // BenchmarkChannelOutbound).
 //
+// Sends to a peer respect its window; with Config.PaceSends they also
+// keep no more in flight than the path needs, judged from the delay of
+// the peer's window adjustments (pacing.go).
+//
 // # Goroutines
 //
 // Serve's goroutine is the only reader of pc and never waits for a write:
