@@ -188,7 +188,7 @@ func (c *channel) reserve(n int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.pace.allow(c.outWindow) == 0 && !c.dead {
-		c.pace.held(c.outWindow, c.paceValve)
+		c.pace.held(c.outWindow, nowNano(), c.paceValve)
 		c.cond.Wait()
 	}
 	if c.dead {
@@ -205,7 +205,7 @@ func (c *channel) reserve(n int) (int, error) {
 func (c *channel) paceValve() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pace.expire()
+	c.pace.expire(nowNano())
 	c.cond.Broadcast()
 }
 

@@ -55,6 +55,8 @@ type pacer struct {
 	// returns window; pacing then stops for this channel.
 	valve      *time.Timer
 	valveAcked uint64 // acked when the valve was armed
+	armed      bool   // the valve runs, for valveAcked
+	armedAt    int64
 	off        bool
 }
 
@@ -144,13 +146,14 @@ func (p *pacer) update(rtt, now int64) {
 }
 
 // held notes that a sender is about to wait: when the limit, not the
-// window, holds it back, it arms the valve, which calls release after
-// paceValve. channel.mu is held.
-func (p *pacer) held(outWindow uint32, release func()) {
-	if p == nil || p.off || outWindow == 0 {
+// window, holds it back, it arms the valve (once per window adjustment:
+// wake-ups for other reasons leave it running), which calls release
+// after paceValve. channel.mu is held.
+func (p *pacer) held(outWindow uint32, now int64, release func()) {
+	if p == nil || p.off || outWindow == 0 || (p.armed && p.valveAcked == p.acked) {
 		return
 	}
-	p.valveAcked = p.acked
+	p.armed, p.valveAcked, p.armedAt = true, p.acked, now
 	if p.valve == nil {
 		p.valve = time.AfterFunc(paceValve, release)
 	} else {
@@ -160,7 +163,11 @@ func (p *pacer) held(outWindow uint32, release func()) {
 
 // expire turns pacing off when nothing was returned since the valve was
 // armed; channel.mu is held.
-func (p *pacer) expire() {
+func (p *pacer) expire(now int64) {
+	if now-p.armedAt < int64(paceValve) {
+		return // an earlier arming's timer; the latest one is pending
+	}
+	p.armed = false
 	if p.acked == p.valveAcked {
 		p.off = true
 	}
