@@ -242,7 +242,9 @@ func (m *mux) windowAdjust(c *channel, p []byte) error {
 		return protoErr(int64(c.id), nil, "window adjust %d overflows window %d", n, c.outWindow)
 	}
 	c.outWindow += uint32(n)
-	c.pace.onAdjust(uint32(n), nowNano())
+	if c.pace != nil {
+		c.pace.onAdjust(uint32(n), nowNano())
+	}
 	c.cond.Broadcast()
 	return nil
 }
