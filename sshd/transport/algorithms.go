@@ -49,6 +49,7 @@ type kexSpec struct {
 type hostKeySpec struct {
 	name        string // signature algorithm negotiated in KEXINIT
 	keyType     string // ssh public key type of a signer that can make it
+	signature   string // registry signature algorithm behind it
 	onByDefault bool
 }
 
@@ -76,11 +77,11 @@ var (
 		{name: "ecdh-sha2-nistp384", hash: "sha384", agree: "ecdh-p384"},
 	}
 	hostKeyTable = []hostKeySpec{
-		{name: "ssh-ed25519", keyType: "ssh-ed25519", onByDefault: true},
-		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", onByDefault: true},
-		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", onByDefault: true},
-		{name: "rsa-sha2-512", keyType: "ssh-rsa", onByDefault: true},
-		{name: "rsa-sha2-256", keyType: "ssh-rsa", onByDefault: true},
+		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},
+		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", signature: "ecdsa-p256-sha256", onByDefault: true},
+		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", signature: "ecdsa-p384-sha384", onByDefault: true},
+		{name: "rsa-sha2-512", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha512", onByDefault: true},
+		{name: "rsa-sha2-256", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha256", onByDefault: true},
 	}
 )
 

@@ -151,3 +151,47 @@ func TestOfferDropsDenied(t *testing.T) {
 		t.Fatal("a server offering only a denied cipher was created")
 	}
 }
+
+// TestAlgorithmsExport: the exported table has every row of every kind,
+// the defaults of Default*, and primitives the catalog knows.
+func TestAlgorithmsExport(t *testing.T) {
+	byKind := map[AlgorithmKind][]string{}
+	defs := map[AlgorithmKind][]string{}
+	for _, a := range Algorithms() {
+		byKind[a.Kind] = append(byKind[a.Kind], a.Name)
+		if a.Default {
+			defs[a.Kind] = append(defs[a.Kind], a.Name)
+		}
+		if len(a.Primitives) == 0 {
+			t.Errorf("%s %s: no primitives", a.Kind, a.Name)
+		}
+		for _, p := range a.Primitives {
+			if _, err := provider.Lookup(p); err != nil {
+				t.Errorf("%s %s: %v", a.Kind, a.Name, err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		kind           AlgorithmKind
+		supported, def []string
+	}{
+		{KindCipher, SupportedCiphers(), defaults(cipherTable, func(c *cipherSpec) bool { return c.onByDefault }, func(c *cipherSpec) string { return c.name })},
+		{KindMAC, SupportedMACs(), DefaultMACs()},
+		{KindKex, SupportedKex(), DefaultKex()},
+		{KindHostKey, SupportedHostKeyAlgorithms(), DefaultHostKeyAlgorithms()},
+	} {
+		if !slices.Equal(byKind[tc.kind], tc.supported) {
+			t.Errorf("%s: Algorithms has %v, Supported %v", tc.kind, byKind[tc.kind], tc.supported)
+		}
+		if !slices.Equal(defs[tc.kind], tc.def) {
+			t.Errorf("%s: Algorithms defaults %v, want %v", tc.kind, defs[tc.kind], tc.def)
+		}
+	}
+	a, ok := LookupAlgorithm(KindCipher, "chacha20-poly1305@openssh.com")
+	if !ok || !slices.Equal(a.Primitives, []string{"chacha20", "poly1305"}) {
+		t.Errorf("chacha20-poly1305 row: %+v %v", a, ok)
+	}
+	if _, ok := LookupAlgorithm(KindMAC, "chacha20-poly1305@openssh.com"); ok {
+		t.Error("a cipher found as a MAC")
+	}
+}

@@ -52,7 +52,9 @@
 // # Algorithm tables
 //
 // The algorithms are one table per kind, as data (algorithms.go), with the
-// defaults marked in the table. The default cipher order follows the
+// defaults marked in the table. Algorithms exports the rows (kind, name,
+// default, registry primitives) for the configuration and explanations,
+// so no other package repeats them. The default cipher order follows the
 // registry: AES-GCM first only when the AES-GCM that would serve measures
 // at least as fast as ChaCha20-Poly1305 (or, unmeasured, runs on CPU
 // instructions).

@@ -149,12 +149,9 @@ func (s *Server) dropUnavailable() error {
 		names *[]string
 		needs func(string) []string
 	}{
-		{"key exchange", &s.offer.kex, func(n string) []string { k := findKex(n); return []string{k.hash, k.agree, k.kem} }},
-		{"cipher", &s.offer.ciphers, func(n string) []string {
-			c := findCipher(n)
-			return []string{c.aead, c.stream, c.keyStream, c.oneTimeMAC}
-		}},
-		{"MAC", &s.offer.macs, func(n string) []string { return []string{findMAC(n).hmac} }},
+		{"key exchange", &s.offer.kex, func(n string) []string { return findKex(n).primitives() }},
+		{"cipher", &s.offer.ciphers, func(n string) []string { return findCipher(n).primitives() }},
+		{"MAC", &s.offer.macs, func(n string) []string { return findMAC(n).primitives() }},
 	}
 	for _, l := range lists {
 		*l.names = slices.DeleteFunc(*l.names, func(n string) bool {
@@ -173,9 +170,6 @@ func (s *Server) dropUnavailable() error {
 
 func (s *Server) servable(algs []string) error {
 	for _, a := range algs {
-		if a == "" {
-			continue
-		}
 		if _, err := s.reg.Explain(a); err != nil {
 			return err
 		}
