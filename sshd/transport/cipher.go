@@ -28,6 +28,11 @@ type packetCipher interface {
 	// alignment (cleartext and encrypt-and-MAC; AEAD and EtM modes leave
 	// the length out).
 	lengthAligned() bool
+	// resumeIV returns the IV that rebuilds this cipher at its current
+	// position (between packets) from the same keys: the next GCM nonce,
+	// the CTR counter moved past the blocks used; nil where the position
+	// is the sequence number alone (chacha20-poly1305, none).
+	resumeIV() ([]byte, error)
 	// Close releases the primitives (a token session, say).
 	Close() error
 }
@@ -67,6 +72,7 @@ func (noneCipher) open(_ uint32, pkt []byte) ([]byte, error) { return pkt[4:], n
 func (noneCipher) tagLen() int                               { return 0 }
 func (noneCipher) blockLen() int                             { return 8 }
 func (noneCipher) lengthAligned() bool                       { return true }
+func (noneCipher) resumeIV() ([]byte, error)                 { return nil, nil }
 func (noneCipher) Close() error                              { return nil }
 
 // releaseAll releases every primitive and returns the first error.

@@ -83,6 +83,8 @@ func (c *chachaCipher) open(seq uint32, pkt []byte) ([]byte, error) {
 func (c *chachaCipher) tagLen() int         { return 16 }
 func (c *chachaCipher) blockLen() int       { return 8 }
 func (c *chachaCipher) lengthAligned() bool { return false }
+
+func (c *chachaCipher) resumeIV() ([]byte, error) { return nil, nil }
 func (c *chachaCipher) Close() error {
 	clear(c.polyKey[:])
 	return releaseAll(c.main, c.header, c.mac)

@@ -21,6 +21,7 @@ type eamCipher struct {
 	tagN   int
 	seq    [4]byte
 	sum    [64]byte
+	ctr    ctrPosition
 }
 
 func newEaMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directionKeys) (*eamCipher, error) {
@@ -28,7 +29,7 @@ func newEaMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directi
 	if err != nil {
 		return nil, err
 	}
-	return &eamCipher{stream: e.stream, mac: e.mac, tagN: e.tagN}, nil
+	return &eamCipher{stream: e.stream, mac: e.mac, tagN: e.tagN, ctr: e.ctr}, nil
 }
 
 func (c *eamCipher) macOf(seq uint32, msg []byte) []byte {
@@ -42,6 +43,7 @@ func (c *eamCipher) macOf(seq uint32, msg []byte) []byte {
 func (c *eamCipher) seal(seq uint32, pkt []byte) []byte {
 	tag := c.macOf(seq, pkt)
 	c.stream.XORKeyStream(pkt, pkt)
+	c.ctr.used(len(pkt))
 	return append(pkt, tag...)
 }
 
@@ -49,6 +51,7 @@ func (c *eamCipher) seal(seq uint32, pkt []byte) []byte {
 // four bytes, and open continues from there.
 func (c *eamCipher) decryptLength(_ uint32, hdr []byte) uint32 {
 	c.stream.XORKeyStream(hdr[:4], hdr[:4])
+	c.ctr.used(4)
 	return binary.BigEndian.Uint32(hdr)
 }
 
@@ -58,6 +61,7 @@ func (c *eamCipher) open(seq uint32, pkt []byte) ([]byte, error) {
 	}
 	n := len(pkt) - c.tagN
 	c.stream.XORKeyStream(pkt[4:n], pkt[4:n])
+	c.ctr.used(n - 4)
 	if subtle.ConstantTimeCompare(c.macOf(seq, pkt[:n]), pkt[n:]) != 1 {
 		return nil, ErrMAC
 	}
@@ -68,5 +72,7 @@ func (c *eamCipher) tagLen() int         { return c.tagN }
 func (c *eamCipher) blockLen() int       { return 16 }
 func (c *eamCipher) lengthAligned() bool { return true }
 func (c *eamCipher) Close() error        { return releaseAll(c.stream, c.mac) }
+
+func (c *eamCipher) resumeIV() ([]byte, error) { return c.ctr.iv() }
 
 var _ packetCipher = (*eamCipher)(nil)

@@ -20,6 +20,7 @@ type etmCipher struct {
 	tagN   int
 	seq    [4]byte
 	sum    [64]byte
+	ctr    ctrPosition
 }
 
 func newEtMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directionKeys) (*etmCipher, error) {
@@ -36,7 +37,7 @@ func newEtMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directi
 		releaseAll(s, m)
 		return nil, fmt.Errorf("transport: %s: provider MAC size %d, want %d", ms.name, m.Size(), ms.tagSize)
 	}
-	return &etmCipher{stream: s, mac: m, tagN: ms.tagSize}, nil
+	return &etmCipher{stream: s, mac: m, tagN: ms.tagSize, ctr: newCTRPosition(k.iv)}, nil
 }
 
 func (c *etmCipher) macOf(seq uint32, msg []byte) []byte {
@@ -49,6 +50,7 @@ func (c *etmCipher) macOf(seq uint32, msg []byte) []byte {
 
 func (c *etmCipher) seal(seq uint32, pkt []byte) []byte {
 	c.stream.XORKeyStream(pkt[4:], pkt[4:])
+	c.ctr.used(len(pkt) - 4)
 	return append(pkt, c.macOf(seq, pkt)...)
 }
 
@@ -66,6 +68,7 @@ func (c *etmCipher) open(seq uint32, pkt []byte) ([]byte, error) {
 	}
 	body := pkt[4:n]
 	c.stream.XORKeyStream(body, body)
+	c.ctr.used(len(body))
 	return body, nil
 }
 
@@ -73,3 +76,36 @@ func (c *etmCipher) tagLen() int         { return c.tagN }
 func (c *etmCipher) blockLen() int       { return 16 }
 func (c *etmCipher) lengthAligned() bool { return false }
 func (c *etmCipher) Close() error        { return releaseAll(c.stream, c.mac) }
+
+func (c *etmCipher) resumeIV() ([]byte, error) { return c.ctr.iv() }
+
+// ctrPosition follows how far a CTR keystream has moved, so that the
+// cipher can be rebuilt at the same place from a moved counter.
+type ctrPosition struct {
+	start []byte // the initial counter block
+	bytes uint64 // keystream bytes used
+}
+
+func newCTRPosition(iv []byte) ctrPosition { return ctrPosition{start: append([]byte(nil), iv...)} }
+
+func (p *ctrPosition) used(n int) { p.bytes += uint64(n) }
+
+// iv is the counter block of the next unused keystream block; the
+// position must be at a block boundary, as it is between packets.
+func (p *ctrPosition) iv() ([]byte, error) {
+	if p.bytes%16 != 0 {
+		return nil, fmt.Errorf("transport: CTR keystream position %d is not at a block boundary", p.bytes)
+	}
+	return addCounter(p.start, p.bytes/16), nil
+}
+
+// addCounter adds n to the big-endian counter block iv.
+func addCounter(iv []byte, n uint64) []byte {
+	out := append([]byte(nil), iv...)
+	for i := len(out) - 1; i >= 0 && n > 0; i-- {
+		sum := uint64(out[i]) + n&0xff
+		out[i] = byte(sum)
+		n = n>>8 + sum>>8
+	}
+	return out
+}

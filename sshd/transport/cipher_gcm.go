@@ -66,3 +66,5 @@ func (c *gcmCipher) tagLen() int         { return 16 }
 func (c *gcmCipher) blockLen() int       { return 16 }
 func (c *gcmCipher) lengthAligned() bool { return false }
 func (c *gcmCipher) Close() error        { return releaseAll(c.aead) }
+
+func (c *gcmCipher) resumeIV() ([]byte, error) { return append([]byte(nil), c.nonce[:]...), nil }

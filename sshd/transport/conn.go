@@ -32,9 +32,10 @@ const (
 // Conn is the server side of one SSH transport connection. It implements
 // wire.PacketConn and wire.Disconnector.
 type Conn struct {
-	srv   *Server
-	nc    net.Conn
-	magic handshakeMagics // vC, vS (iC and iS are per exchange)
+	srv    *Server
+	nc     net.Conn
+	signer HostKeySigner
+	magic  handshakeMagics // vC, vS (iC and iS are per exchange)
 
 	sessionID []byte
 	strict    bool // kex-strict negotiated
@@ -74,12 +75,23 @@ var (
 	_ wire.Unimplementer = (*Conn)(nil)
 )
 
-func newConn(s *Server, nc net.Conn) *Conn {
+// errNoSigner: a Server with only HostPublicKeys was given a connection
+// without a HostKeySigner.
+var errNoSigner = errors.New("transport: no HostKeySigner for this connection's host keys")
+
+func newConn(s *Server, nc net.Conn, o *ConnOptions) (*Conn, error) {
+	signer := s.signer
+	if o != nil && o.Signer != nil {
+		signer = o.Signer
+	}
+	if signer == nil {
+		return nil, errNoSigner
+	}
 	nc = rawio.WrapConn(nc) // a *net.TCPConn reads and writes without scheduler hand-offs
 	var seed [32]byte
 	rand.Read(seed[:])
 	c := &Conn{
-		srv: s, nc: nc,
+		srv: s, nc: nc, signer: signer,
 		rd: newPacketReader(nc),
 		wr: newPacketWriter(nc, seed),
 		qa: newQuickAcker(nc),
@@ -87,7 +99,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	c.magic.vS = s.version[:len(s.version)-2]
 	c.wcond.L = &c.wmu
 	c.rLimit, c.wLimit = maxPacketsPerKey, maxPacketsPerKey
-	return c
+	return c, nil
 }
 
 // SessionID returns the exchange hash of the first key exchange.
@@ -319,12 +331,7 @@ func (c *Conn) Close() error {
 		if c.werr == nil {
 			c.werr = ErrClosed
 		}
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		if c.kexTimer != nil {
-			c.kexTimer.Stop()
-		}
+		c.stopTimersLocked()
 		c.wr.c.Close()
 		c.wr.c = noneCipher{}
 		c.queue = nil
@@ -333,6 +340,15 @@ func (c *Conn) Close() error {
 		go c.releaseReader()
 	})
 	return err
+}
+
+func (c *Conn) stopTimersLocked() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.kexTimer != nil {
+		c.kexTimer.Stop()
+	}
 }
 
 // releaseReader releases the read cipher once ReadPacket has returned.

@@ -89,7 +89,7 @@ func FuzzKexECDHInit(f *testing.F) {
 		spec := &kexTable[int(which)%len(kexTable)]
 		a := &algorithms{kex: spec, hostKey: "ssh-ed25519"}
 		m := &handshakeMagics{vC: []byte("SSH-2.0-x"), vS: []byte("SSH-2.0-y")}
-		res, reply, err := serverKex(srv, a, m, in)
+		res, reply, err := serverKex(srv, srv.signer, a, m, in)
 		if err == nil && (res == nil || len(reply) == 0) {
 			t.Fatal("no result")
 		}

@@ -11,12 +11,29 @@ import (
 	"github.com/offload/offload/sshd/wire"
 )
 
+// ConnOptions are the settings of one connection that differ from the
+// Server's. The zero value uses the Server's.
+type ConnOptions struct {
+	// Signer makes this connection's host-key signatures; nil means the
+	// Server's in-process keys (Config.HostKeys).
+	Signer HostKeySigner
+}
+
 // Handshake runs the version exchange and the first key exchange on nc
 // and returns the connection ready for user authentication. On failure the
 // peer has been sent the matching SSH_MSG_DISCONNECT and nc is closed.
 // Bound its duration with a deadline on nc.
 func (s *Server) Handshake(nc net.Conn) (*Conn, error) {
-	c := newConn(s, nc)
+	return s.HandshakeWith(nc, nil)
+}
+
+// HandshakeWith is Handshake with per-connection options (nil for none).
+func (s *Server) HandshakeWith(nc net.Conn, o *ConnOptions) (*Conn, error) {
+	c, err := newConn(s, nc, o)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
 	if err := c.handshake(); err != nil {
 		return nil, c.fail(err)
 	}
@@ -163,7 +180,7 @@ func (c *Conn) exchange(a *algorithms, m *handshakeMagics) (*kexResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, reply, err := serverKex(c.srv, a, m, p)
+	res, reply, err := serverKex(c.srv, c.signer, a, m, p)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +237,7 @@ func (c *Conn) newKeys(a *algorithms, res *kexResult) error {
 		rc.Close()
 		return kexError(err, "server-to-client cipher")
 	}
-	if err := c.switchWrite(wc, a.cipherSC); err != nil {
+	if err := c.switchWrite(wc, keyed{a.cipherSC, a.macSC, sc}); err != nil {
 		rc.Close()
 		return err
 	}
@@ -228,7 +245,7 @@ func (c *Conn) newKeys(a *algorithms, res *kexResult) error {
 		rc.Close()
 		return err
 	}
-	c.switchRead(rc, a.cipherCS)
+	c.switchRead(rc, keyed{a.cipherCS, a.macCS, cs})
 	if err := c.sendExtInfo(); err != nil {
 		return err
 	}
@@ -252,7 +269,7 @@ func (c *Conn) sendExtInfo() error {
 }
 
 // switchWrite sends NEWKEYS under the old keys and installs wc.
-func (c *Conn) switchWrite(wc packetCipher, cs *cipherSpec) error {
+func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if err := c.writeLocked([]byte{wire.MsgNewKeys}); err != nil {
@@ -266,11 +283,12 @@ func (c *Conn) switchWrite(wc packetCipher, cs *cipherSpec) error {
 		c.wr.seq = 0
 	}
 	c.wr.bytes, c.wr.packets = 0, 0
-	c.wLimit = c.srv.rekeyLimit(cs)
+	c.wr.keyed = k
+	c.wLimit = c.srv.rekeyLimit(k.cipher)
 	return nil
 }
 
-func (c *Conn) switchRead(rc packetCipher, cs *cipherSpec) {
+func (c *Conn) switchRead(rc packetCipher, k keyed) {
 	old := c.rd.c
 	c.rd.c = rc
 	old.Close()
@@ -278,7 +296,8 @@ func (c *Conn) switchRead(rc packetCipher, cs *cipherSpec) {
 		c.rd.seq = 0
 	}
 	c.rd.bytes, c.rd.packets = 0, 0
-	c.rLimit = c.srv.rekeyLimit(cs)
+	c.rd.keyed = k
+	c.rLimit = c.srv.rekeyLimit(k.cipher)
 }
 
 // finishKex releases the queued packets and arms the time limit.

@@ -2,45 +2,96 @@ package transport
 
 import (
 	"crypto"
+	"errors"
 	"fmt"
 	"io"
 
 	"golang.org/x/crypto/ssh"
 )
 
-// hostKey is a configured key able to make one host-key signature
-// algorithm.
-type hostKey struct {
-	alg    string
-	signer ssh.AlgorithmSigner
-	pub    []byte // the public key in SSH wire format (K_S)
+// HostKeySigner makes the host-key signatures of one connection. Every
+// kind of signature the transport sends is its own method, so that a
+// signer in another process (the privilege-separation monitor) is never
+// asked to sign bytes it cannot recognise: SignExchange signs only an
+// exchange hash, whose size the hash of the key exchange fixes.
+//
+// The in-process signer made from Config.HostKeys is used when a
+// connection is given none; a pre-auth or post-auth process supplies one
+// that asks the monitor, which applies its own limits.
+type HostKeySigner interface {
+	// SignExchange signs the exchange hash H with the host key whose
+	// public key (SSH wire format) is pub, using the signature algorithm
+	// alg, and returns the SSH signature blob.
+	SignExchange(alg string, pub, H []byte) ([]byte, error)
 }
 
-// newHostKeys pairs each allowed algorithm, in order, with the first
-// configured key that can make it. x/crypto/ssh turns the crypto.Signer
-// (a file key or a token key) into SSH wire signatures.
-func newHostKeys(signers []crypto.Signer, allowed []string) ([]hostKey, error) {
-	var wrapped []ssh.AlgorithmSigner
+// ErrUnknownHostKey is returned by a HostKeySigner asked for a key it
+// does not hold.
+var ErrUnknownHostKey = errors.New("transport: no such host key")
+
+// hostKey is a host key able to make one host-key signature algorithm.
+type hostKey struct {
+	alg string
+	pub []byte // the public key in SSH wire format (K_S)
+}
+
+// localSigner signs with host keys held in this process.
+type localSigner struct {
+	rand io.Reader
+	keys map[string]ssh.AlgorithmSigner // by wire-format public key
+}
+
+// NewHostKeySigner returns the in-process HostKeySigner of signers (file
+// keys, token keys): x/crypto/ssh turns each crypto.Signer into SSH wire
+// signatures. A nil rand means crypto/rand.
+func NewHostKeySigner(signers []crypto.Signer, rand io.Reader) (HostKeySigner, []ssh.PublicKey, error) {
+	ls := &localSigner{rand: rand, keys: map[string]ssh.AlgorithmSigner{}}
+	var pubs []ssh.PublicKey
 	for i, s := range signers {
 		w, err := ssh.NewSignerFromSigner(s)
 		if err != nil {
-			return nil, fmt.Errorf("transport: host key %d: %w", i, err)
+			return nil, nil, fmt.Errorf("transport: host key %d: %w", i, err)
 		}
 		as, ok := w.(ssh.AlgorithmSigner)
 		if !ok {
-			return nil, fmt.Errorf("transport: host key %d (%s) cannot choose its signature algorithm", i, w.PublicKey().Type())
+			return nil, nil, fmt.Errorf("transport: host key %d (%s) cannot choose its signature algorithm", i, w.PublicKey().Type())
 		}
-		wrapped = append(wrapped, as)
+		ls.keys[string(as.PublicKey().Marshal())] = as
+		pubs = append(pubs, as.PublicKey())
 	}
+	return ls, pubs, nil
+}
+
+func (ls *localSigner) SignExchange(alg string, pub, H []byte) ([]byte, error) {
+	s, ok := ls.keys[string(pub)]
+	if !ok {
+		return nil, ErrUnknownHostKey
+	}
+	sig, err := s.SignWithAlgorithm(ls.rand, H, alg)
+	if err != nil {
+		return nil, fmt.Errorf("transport: host key signature %s: %w", alg, err)
+	}
+	return ssh.Marshal(sig), nil
+}
+
+// HostKeyAlgorithmFits reports whether the host-key signature algorithm
+// alg can be made by a key of pub's type.
+func HostKeyAlgorithmFits(alg string, pub ssh.PublicKey) bool {
+	spec := findHostKey(alg)
+	return spec != nil && spec.keyType == pub.Type()
+}
+
+// newHostKeys pairs each allowed algorithm, in order, with the first
+// public key that can make it.
+func newHostKeys(pubs []ssh.PublicKey, allowed []string) ([]hostKey, error) {
 	var out []hostKey
 	for _, alg := range allowed {
-		spec := findHostKey(alg)
-		if spec == nil {
+		if findHostKey(alg) == nil {
 			return nil, fmt.Errorf("transport: unknown host key algorithm %q", alg)
 		}
-		for _, w := range wrapped {
-			if w.PublicKey().Type() == spec.keyType {
-				out = append(out, hostKey{alg: alg, signer: w, pub: w.PublicKey().Marshal()})
+		for _, p := range pubs {
+			if HostKeyAlgorithmFits(alg, p) {
+				out = append(out, hostKey{alg: alg, pub: p.Marshal()})
 				break
 			}
 		}
@@ -58,13 +109,4 @@ func hostKeyFor(keys []hostKey, alg string) *hostKey {
 		}
 	}
 	return nil
-}
-
-// sign returns the SSH signature blob of h over data.
-func (h *hostKey) sign(rand io.Reader, data []byte) ([]byte, error) {
-	sig, err := h.signer.SignWithAlgorithm(rand, data, h.alg)
-	if err != nil {
-		return nil, fmt.Errorf("transport: host key signature %s: %w", h.alg, err)
-	}
-	return ssh.Marshal(sig), nil
 }

@@ -112,7 +112,7 @@ func exchangeHash(h hash.Hash, m *handshakeMagics, kS, qC, qS, k []byte) []byte 
 
 // serverKex answers the client's KEX_ECDH_INIT in p: it agrees on K,
 // signs H with the host key and returns the reply to send.
-func serverKex(cfg *Server, a *algorithms, m *handshakeMagics, p []byte) (*kexResult, []byte, error) {
+func serverKex(cfg *Server, signer HostKeySigner, a *algorithms, m *handshakeMagics, p []byte) (*kexResult, []byte, error) {
 	qC, err := parseKexECDHInit(p)
 	if err != nil {
 		return nil, nil, err
@@ -130,7 +130,7 @@ func serverKex(cfg *Server, a *algorithms, m *handshakeMagics, p []byte) (*kexRe
 		return nil, nil, kexError(err, "%s", a.kex.name)
 	}
 	H := exchangeHash(h, m, hk.pub, qC, qS, k)
-	sig, err := hk.sign(cfg.rand, H)
+	sig, err := signer.SignExchange(hk.alg, hk.pub, H)
 	if err != nil {
 		return nil, nil, kexError(err, "signing the exchange hash")
 	}

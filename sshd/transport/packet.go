@@ -55,6 +55,15 @@ type packetReader struct {
 	// network (see Conn.OnReadWait).
 	onWait func()
 	bulk   bool // a packet of bulkPacket bytes or more has come
+	keyed       // what c was built from, for Conn.Export
+}
+
+// keyed is what a direction's cipher was built from: the negotiated
+// algorithms and the derived keys.
+type keyed struct {
+	cipher *cipherSpec
+	mac    *macSpec // nil when the cipher authenticates itself
+	keys   directionKeys
 }
 
 func newPacketReader(src io.Reader) *packetReader {
@@ -159,6 +168,7 @@ type packetWriter struct {
 	rnd *rand.ChaCha8
 	// bytes and packets count traffic since the keys last changed.
 	bytes, packets uint64
+	keyed
 }
 
 func newPacketWriter(w io.Writer, seed [32]byte) *packetWriter {

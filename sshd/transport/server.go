@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/offload/offload/provider"
 )
 
@@ -18,8 +20,13 @@ import (
 type Config struct {
 	// Registry supplies every primitive; required.
 	Registry *provider.Registry
-	// HostKeys are the host keys (file keys, token keys); at least one.
+	// HostKeys are the host keys (file keys, token keys). Either they or
+	// HostPublicKeys must name at least one key.
 	HostKeys []crypto.Signer
+	// HostPublicKeys are host keys whose private halves live elsewhere
+	// (another process): each connection is then given a HostKeySigner
+	// in its ConnOptions. Used in addition to HostKeys.
+	HostPublicKeys []ssh.PublicKey
 
 	Ciphers           []string // default: DefaultCiphers(Registry)
 	MACs              []string // default: DefaultMACs()
@@ -54,6 +61,7 @@ const DefaultKexTimeout = 5 * time.Minute
 type Server struct {
 	reg      *provider.Registry
 	hostKeys []hostKey
+	signer   HostKeySigner // of HostKeys; nil when there are none
 	offer    offer
 	sigAlgs  []string
 	version  []byte
@@ -84,10 +92,10 @@ func NewServer(cfg *Config) (*Server, error) {
 	if err := s.setOffer(cfg); err != nil {
 		return nil, err
 	}
-	var err error
-	if s.hostKeys, err = newHostKeys(cfg.HostKeys, s.offer.hostKeys); err != nil {
+	if err := s.setHostKeys(cfg); err != nil {
 		return nil, err
 	}
+	var err error
 	s.offer.hostKeys = s.offer.hostKeys[:0]
 	for _, hk := range s.hostKeys {
 		s.offer.hostKeys = append(s.offer.hostKeys, hk.alg)
@@ -105,6 +113,20 @@ func NewServer(cfg *Config) (*Server, error) {
 		s.rekeyT = time.Hour
 	}
 	return s, nil
+}
+
+func (s *Server) setHostKeys(cfg *Config) error {
+	pubs := slices.Clone(cfg.HostPublicKeys)
+	if len(cfg.HostKeys) > 0 {
+		signer, own, err := NewHostKeySigner(cfg.HostKeys, s.rand)
+		if err != nil {
+			return err
+		}
+		s.signer, pubs = signer, append(own, pubs...)
+	}
+	var err error
+	s.hostKeys, err = newHostKeys(pubs, s.offer.hostKeys)
+	return err
 }
 
 func (s *Server) setOffer(cfg *Config) error {
