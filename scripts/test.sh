@@ -25,6 +25,14 @@ check ssh openssh-client
 check /usr/sbin/sshd openssh-server
 check /usr/lib/openssh/sftp-server openssh-sftp-server
 check ssh-audit ssh-audit
+# auth: PAM (cgo binding, pam_oath second factor), libcrypt, password clients, fail2ban
+check /usr/include/security/pam_appl.h libpam0g-dev
+check /usr/include/crypt.h libcrypt-dev
+check oathtool oathtool
+ls /usr/lib/*/security/pam_oath.so >/dev/null 2>&1 || missing+=(libpam-oath)
+check sshpass sshpass
+check fail2ban-regex fail2ban
+/usr/bin/python3 -c 'import paramiko' 2>/dev/null || missing+=(python3-paramiko)
 if [ "$(uname -m)" != x86_64 ]; then
 	# the multiarch path above is amd64's; look anywhere for the others
 	missing=("${missing[@]/p11-kit-modules/}")

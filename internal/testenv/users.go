@@ -1,0 +1,77 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"os/user"
+	"strings"
+	"testing"
+)
+
+// Root skips t, or fails it under OFFLOAD_REQUIRE_TOOLS=1, unless the test
+// runs as root.
+func Root(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "root", "run the test as root: it creates system users or files")
+	}
+}
+
+// UniqueName returns prefix followed by random hex digits, at most 31
+// characters: a name for a throwaway user, group or PAM service.
+func UniqueName(prefix string) string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	n := prefix + hex.EncodeToString(b)
+	if len(n) > 31 {
+		n = n[:31]
+	}
+	return n
+}
+
+// NewUser creates a throwaway user with useradd (a home directory, shell
+// /bin/sh, extra arguments appended), removes it with userdel -r when the
+// test ends and returns it. It needs root (see Root).
+func NewUser(t testing.TB, args ...string) *user.User {
+	t.Helper()
+	Root(t)
+	LookPath(t, "useradd", "Debian package passwd")
+	name := UniqueName("oft")
+	argv := append([]string{"-m", "-s", "/bin/sh"}, args...)
+	argv = append(argv, name)
+	if out, err := exec.Command("useradd", argv...).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v: %s", strings.Join(argv, " "), err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("userdel", "-r", "-f", name).CombinedOutput(); err != nil {
+			t.Errorf("userdel %s: %v: %s", name, err, out)
+		}
+	})
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("lookup of new user %s: %v", name, err)
+	}
+	return u
+}
+
+// SetPassword sets u's password with chpasswd (the password never appears
+// in a command line).
+func SetPassword(t testing.TB, name, password string) {
+	t.Helper()
+	cmd := exec.Command("chpasswd")
+	cmd.Stdin = strings.NewReader(name + ":" + password + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chpasswd for %s: %v: %s", name, err, out)
+	}
+}
+
+// Run runs a command that must succeed (usermod, chage, ...), failing t
+// with its output otherwise.
+func Run(t testing.TB, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
