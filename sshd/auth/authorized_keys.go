@@ -44,7 +44,7 @@ var errLineTooLong = errors.New("auth: line too long")
 // eachAuthorizedLine calls fn for each usable line of the user's
 // authorized_keys files until fn returns true. Files and lines that
 // cannot be used are logged and skipped.
-func (s *session) eachAuthorizedLine(fn func(*authorizedLine) bool) {
+func (s *decider) eachAuthorizedLine(fn func(*authorizedLine) bool) {
 	for _, pattern := range s.cfg.keyFiles {
 		path, err := userPath(pattern, s.acct.u)
 		if err != nil {
@@ -63,7 +63,7 @@ func (s *session) eachAuthorizedLine(fn func(*authorizedLine) bool) {
 }
 
 // eachLine parses data line by line; it reports whether fn stopped.
-func (s *session) eachLine(path string, data []byte, fn func(*authorizedLine) bool) bool {
+func (s *decider) eachLine(path string, data []byte, fn func(*authorizedLine) bool) bool {
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data, _ = bytes.Cut(data, []byte{'\n'})
@@ -85,7 +85,7 @@ func (s *session) eachLine(path string, data []byte, fn func(*authorizedLine) bo
 
 // acceptPlainKey searches the authorized_keys files for key. A line whose
 // from= or expiry-time= refuses the connection does not end the search.
-func (s *session) acceptPlainKey(key ssh.PublicKey) (*grant, error) {
+func (s *decider) acceptPlainKey(key ssh.PublicKey) (*grant, error) {
 	want := key.Marshal()
 	var found *authorizedLine
 	err := errNoMatch

@@ -23,7 +23,7 @@ var errNoCA = errors.New("auth: certificate not signed by a trusted CA")
 
 // acceptCert accepts a user certificate signed by a CA of
 // TrustedUserCAKeys or of a cert-authority line of authorized_keys.
-func (s *session) acceptCert(c *ssh.Certificate) (*grant, error) {
+func (s *decider) acceptCert(c *ssh.Certificate) (*grant, error) {
 	if c.CertType != ssh.UserCert {
 		return nil, reject(fmt.Sprintf("certificate of type %d is not a user certificate", c.CertType))
 	}
@@ -42,7 +42,7 @@ func (s *session) acceptCert(c *ssh.Certificate) (*grant, error) {
 
 // certFromTrustedCAs checks c against TrustedUserCAKeys and the
 // principals (AuthorizedPrincipalsFile, or the user name).
-func (s *session) certFromTrustedCAs(c *ssh.Certificate) (*grant, error) {
+func (s *decider) certFromTrustedCAs(c *ssh.Certificate) (*grant, error) {
 	if s.cfg.TrustedUserCAKeys == "" {
 		return nil, errNoCA
 	}
@@ -64,7 +64,7 @@ func (s *session) certFromTrustedCAs(c *ssh.Certificate) (*grant, error) {
 }
 
 // isTrustedCA reports whether ca is in the TrustedUserCAKeys file.
-func (s *session) isTrustedCA(ca ssh.PublicKey) (bool, error) {
+func (s *decider) isTrustedCA(ca ssh.PublicKey) (bool, error) {
 	data, err := readFile(s.cfg.TrustedUserCAKeys)
 	if err != nil {
 		return false, err
@@ -85,7 +85,7 @@ func (s *session) isTrustedCA(ca ssh.PublicKey) (bool, error) {
 
 // principalFromFile finds a line of the AuthorizedPrincipalsFile naming a
 // principal of c whose options allow this connection.
-func (s *session) principalFromFile(c *ssh.Certificate) (string, *keyOptions, error) {
+func (s *decider) principalFromFile(c *ssh.Certificate) (string, *keyOptions, error) {
 	path, err := userPath(s.cfg.AuthorizedPrincipalsFile, s.acct.u)
 	if err != nil {
 		return "", nil, err
@@ -164,7 +164,7 @@ func splitOptionList(field string) []string {
 }
 
 // certFromAuthorizedKeys looks for a cert-authority line naming c's CA.
-func (s *session) certFromAuthorizedKeys(c *ssh.Certificate) (*grant, error) {
+func (s *decider) certFromAuthorizedKeys(c *ssh.Certificate) (*grant, error) {
 	want := c.SignatureKey.Marshal()
 	var g *grant
 	err := errNoCA
@@ -181,7 +181,7 @@ func (s *session) certFromAuthorizedKeys(c *ssh.Certificate) (*grant, error) {
 	return g, err
 }
 
-func (s *session) certFromLine(c *ssh.Certificate, l *authorizedLine) (*grant, error) {
+func (s *decider) certFromLine(c *ssh.Certificate, l *authorizedLine) (*grant, error) {
 	if err := l.opts.allows(s.addr, s.cfg.now()); err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *session) certFromLine(c *ssh.Certificate, l *authorizedLine) (*grant, e
 
 // checkCert checks c's signature, validity, principal and critical
 // options, and merges its restrictions with the line's options.
-func (s *session) checkCert(c *ssh.Certificate, principal string, opts *keyOptions) (*grant, error) {
+func (s *decider) checkCert(c *ssh.Certificate, principal string, opts *keyOptions) (*grant, error) {
 	checker := &ssh.CertChecker{SupportedCriticalOptions: supportedCriticalOptions, Clock: s.cfg.now}
 	if err := checker.CheckCert(principal, c); err != nil {
 		return nil, rejectf(err, "certificate refused")

@@ -2,7 +2,22 @@
 // runs after the first key exchange, over a wire.PacketConn, and returns
 // the perm.Permissions of the login for the connection layer.
 //
-// # Conversation
+// # Conversation and decision
+//
+// The package is cut in two so that the parsing of a hostile client's
+// messages and the decisions about accounts can run in different
+// processes. Serve runs the conversation: it parses and answers the
+// messages and keeps the protocol's bounds. An Authority makes every
+// decision: Begin is told the user of the first request, Decide answers
+// each request (Failure with the methods that can continue, KeyOK,
+// Success with the login's perm.Permissions, or Disconnect). NewAuthority
+// is the in-process Authority: it verifies signatures over the session
+// identifier it is given, reads the user's files and applies the policy
+// below, and it does not trust the conversation: it pins the user itself
+// and bounds the requests it answers. Run is Serve with NewAuthority, in
+// one process. Under privilege separation (the offload sshd process
+// model) the pre-auth worker runs Serve with an Authority that asks the
+// monitor, and the monitor runs NewAuthority.
 //
 // Run answers SSH_MSG_SERVICE_REQUEST "ssh-userauth" with SERVICE_ACCEPT
 // and then SSH_MSG_USERAUTH_REQUEST messages until one succeeds. The user

@@ -17,7 +17,7 @@ import (
 
 // encodeRequest is the inverse of parseUserAuthRequest for the methods
 // it decodes.
-func encodeRequest(r *userAuthRequest) []byte {
+func encodeRequest(r *Request) []byte {
 	b := wire.AppendString([]byte{wire.MsgUserAuthRequest}, r.User)
 	b = wire.AppendString(wire.AppendString(b, r.Service), r.Method)
 	switch r.Method {
@@ -63,7 +63,7 @@ func FuzzParseUserAuthRequest(f *testing.F) {
 
 // normalizeBools maps the boolean byte of p to 0/1 (any non-zero byte
 // decodes as true).
-func normalizeBools(p []byte, r *userAuthRequest) []byte {
+func normalizeBools(p []byte, r *Request) []byte {
 	if r.Method == "none" {
 		return p
 	}

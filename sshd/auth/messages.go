@@ -24,9 +24,9 @@ const (
 	serviceConnection = "ssh-connection"
 )
 
-// userAuthRequest is SSH_MSG_USERAUTH_REQUEST (RFC 4252 §5, §7, §8).
+// Request is SSH_MSG_USERAUTH_REQUEST (RFC 4252 §5, §7, §8).
 // Method-specific fields are set for "publickey" and "password" only.
-type userAuthRequest struct {
+type Request struct {
 	User, Service, Method string
 
 	HasSig  bool   // publickey
@@ -40,12 +40,12 @@ type userAuthRequest struct {
 
 // parseUserAuthRequest decodes a USERAUTH_REQUEST payload. Byte fields
 // alias p.
-func parseUserAuthRequest(p []byte) (*userAuthRequest, error) {
+func parseUserAuthRequest(p []byte) (*Request, error) {
 	r := newReader(p)
 	if n := r.Byte("message number"); r.Err() == nil && n != wire.MsgUserAuthRequest {
 		return nil, &ParseError{"userauth request", fmt.Errorf("message number %d", n)}
 	}
-	req := &userAuthRequest{
+	req := &Request{
 		User:    r.string("user name", maxUserLen),
 		Service: r.string("service name", maxNameLen),
 		Method:  r.string("method name", maxNameLen),
@@ -65,7 +65,7 @@ func parseUserAuthRequest(p []byte) (*userAuthRequest, error) {
 	return req, nil
 }
 
-func (req *userAuthRequest) parsePublicKey(r *reader) {
+func (req *Request) parsePublicKey(r *reader) {
 	req.HasSig = r.Bool("has signature")
 	req.Algo = r.string("public key algorithm", maxNameLen)
 	req.KeyBlob = r.bytes("public key blob", maxKeyBlobLen)
@@ -74,7 +74,7 @@ func (req *userAuthRequest) parsePublicKey(r *reader) {
 	}
 }
 
-func (req *userAuthRequest) parsePassword(r *reader) {
+func (req *Request) parsePassword(r *reader) {
 	req.ChangePassword = r.Bool("change password")
 	req.Password = r.string("password", maxPasswordLen)
 	if req.ChangePassword {
@@ -168,7 +168,7 @@ func appendPKOK(b []byte, algo string, blob []byte) []byte {
 }
 
 // signedData is what a publickey signature covers (RFC 4252 §7).
-func signedData(sessionID []byte, req *userAuthRequest) []byte {
+func signedData(sessionID []byte, req *Request) []byte {
 	b := make([]byte, 0, 64+len(sessionID)+len(req.User)+len(req.KeyBlob))
 	b = wire.AppendBytes(b, sessionID)
 	b = append(b, wire.MsgUserAuthRequest)

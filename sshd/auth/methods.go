@@ -17,7 +17,7 @@ type grant struct {
 // publicKey handles the "publickey" method (RFC 4252 §7): a query without
 // signature gets PK_OK when the key would be accepted; a signed request
 // succeeds when the key is accepted and the signature verifies.
-func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
+func (s *decider) publicKey(req *Request) (outcome, *perm.Permissions) {
 	key, sig, err := s.checkSignedKey(req)
 	if err != nil {
 		return s.fail(req, err), nil
@@ -40,7 +40,7 @@ func (s *session) publicKey(req *userAuthRequest) (outcome, *perm.Permissions) {
 // checkSignedKey parses the key and verifies the signature, if any,
 // before looking at the account, so that refused and unknown users cost
 // the same signature check as real ones.
-func (s *session) checkSignedKey(req *userAuthRequest) (ssh.PublicKey, *signature, error) {
+func (s *decider) checkSignedKey(req *Request) (ssh.PublicKey, *signature, error) {
 	key, algo, err := s.cfg.parseKey(req.Algo, req.KeyBlob)
 	if err != nil {
 		return nil, nil, err
@@ -59,7 +59,7 @@ func (s *session) checkSignedKey(req *userAuthRequest) (ssh.PublicKey, *signatur
 
 // verify checks the request's signature: its format must be the one the
 // algorithm implies, and it must cover this session's identifier.
-func (s *session) verify(req *userAuthRequest, key ssh.PublicKey, algo *algorithm) (*signature, error) {
+func (s *decider) verify(req *Request, key ssh.PublicKey, algo *algorithm) (*signature, error) {
 	sig, err := parseSignature(req.Sig)
 	if err != nil {
 		return nil, rejectf(err, "malformed signature")
@@ -95,7 +95,7 @@ func checkFlags(key ssh.PublicKey, sig *signature, g *grant) error {
 
 // acceptKey decides whether key (a plain key or a certificate) may log in
 // as the session's user.
-func (s *session) acceptKey(key ssh.PublicKey) (*grant, error) {
+func (s *decider) acceptKey(key ssh.PublicKey) (*grant, error) {
 	if err := s.checkRevoked(key); err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (s *session) acceptKey(key ssh.PublicKey) (*grant, error) {
 
 // password handles the "password" method (RFC 4252 §8) when enabled.
 // Password changes are not supported.
-func (s *session) password(req *userAuthRequest) (outcome, *perm.Permissions) {
+func (s *decider) password(req *Request) (outcome, *perm.Permissions) {
 	switch {
 	case !s.cfg.PasswordAuthentication:
 		return s.fail(req, reject("password authentication disabled")), nil
@@ -138,7 +138,7 @@ func (s *session) password(req *userAuthRequest) (outcome, *perm.Permissions) {
 }
 
 // fail logs why req failed and returns the outcome.
-func (s *session) fail(req *userAuthRequest, why error) outcome {
+func (s *decider) fail(req *Request, why error) outcome {
 	s.log.Info("auth: failed "+req.Method, "user", req.User, "algo", req.Algo, "why", why)
 	return failed
 }

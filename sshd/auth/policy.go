@@ -15,7 +15,7 @@ type account struct {
 }
 
 // resolve looks the user up and applies the account-wide policy.
-func (s *session) resolve(name string) *account {
+func (s *decider) resolve(name string) *account {
 	u, err := s.cfg.lookup(name)
 	if err != nil {
 		s.log.Info("auth: invalid user", "user", name, "err", err)

@@ -16,7 +16,7 @@ var errKRL = errors.New("binary KRL files are not supported; list public keys in
 // checkRevoked refuses key when it, the key in a certificate, or the
 // certificate's CA is listed in Config.RevokedKeys. A RevokedKeys file
 // that cannot be read refuses every key, as in OpenSSH.
-func (s *session) checkRevoked(key ssh.PublicKey) error {
+func (s *decider) checkRevoked(key ssh.PublicKey) error {
 	if s.cfg.RevokedKeys == "" {
 		return nil
 	}

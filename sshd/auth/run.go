@@ -2,10 +2,10 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
@@ -27,10 +27,33 @@ func Run(ctx context.Context, pc wire.PacketConn, cfg *Config, remote net.Addr) 
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	if err := cfg.Validate(); err != nil {
+	a, err := NewAuthority(cfg, pc.SessionID(), remote)
+	if err != nil {
 		return nil, err
 	}
-	s := newSession(pc, newSettings(cfg), remote)
+	st := newSettings(cfg)
+	return Serve(ctx, pc, a, &ServeOptions{MaxRequests: 10 * st.maxTries, Logger: st.log, Remote: remote})
+}
+
+// ServeOptions configure the conversation of Serve.
+type ServeOptions struct {
+	// MaxRequests bounds the requests of any kind, including PK_OK
+	// queries and unknown messages (0: ten times DefaultMaxAuthTries).
+	MaxRequests int
+	// Logger receives protocol errors (nil means slog.Default()).
+	Logger *slog.Logger
+	// Remote is the client's address, for logs.
+	Remote net.Addr
+}
+
+// Serve is Run with the decisions made by a: it runs the conversation of
+// the "ssh-userauth" service on pc (parsing and answering every message)
+// and asks a about every request. It returns as Run does.
+func Serve(ctx context.Context, pc wire.PacketConn, a Authority, o *ServeOptions) (*perm.Permissions, error) {
+	if o == nil {
+		o = &ServeOptions{}
+	}
+	s := newConversation(ctx, pc, a, o)
 	stop := context.AfterFunc(ctx, func() { pc.Close() })
 	defer stop()
 	p, err := s.serve()
@@ -40,42 +63,33 @@ func Run(ctx context.Context, pc wire.PacketConn, cfg *Config, remote net.Addr) 
 	return p, err
 }
 
-// session is the state of one conversation.
-type session struct {
-	pc        wire.PacketConn
-	cfg       *settings
-	log       *slog.Logger
-	addr      netip.Addr
-	sessionID []byte
+// conversation is the protocol state of one Serve.
+type conversation struct {
+	ctx   context.Context
+	pc    wire.PacketConn
+	a     Authority
+	log   *slog.Logger
+	max   int
+	begun bool
 
 	user, service string
-	acct          *account // nil until the first request
 	requests      int
-	failures      int
 	buf           []byte
 }
 
-func newSession(pc wire.PacketConn, cfg *settings, remote net.Addr) *session {
-	addr, port := remoteAddr(remote)
-	peer := "unknown"
-	if remote != nil {
-		peer = remote.String()
+func newConversation(ctx context.Context, pc wire.PacketConn, a Authority, o *ServeOptions) *conversation {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
 	}
-	return &session{pc: pc, cfg: cfg, addr: addr, sessionID: pc.SessionID(),
-		log: cfg.log.With("remote", peer, "remote_ip", addr.String(), "remote_port", port)}
+	max := o.MaxRequests
+	if max <= 0 {
+		max = 10 * DefaultMaxAuthTries
+	}
+	return &conversation{ctx: ctx, pc: pc, a: a, log: peerLogger(log, o.Remote), max: max}
 }
 
-// outcome of one request.
-type outcome int
-
-const (
-	failed          outcome = iota // send FAILURE, count it
-	failedUncounted                // send FAILURE, do not count it
-	keyOK                          // send PK_OK: the queried key would do
-	succeeded
-)
-
-func (s *session) serve() (*perm.Permissions, error) {
+func (s *conversation) serve() (*perm.Permissions, error) {
 	if err := s.acceptService(); err != nil {
 		return nil, err
 	}
@@ -92,7 +106,7 @@ func (s *session) serve() (*perm.Permissions, error) {
 }
 
 // acceptService handles SERVICE_REQUEST "ssh-userauth" (RFC 4253 §10).
-func (s *session) acceptService() error {
+func (s *conversation) acceptService() error {
 	p, err := s.read()
 	if err != nil {
 		return err
@@ -111,16 +125,12 @@ func (s *session) acceptService() error {
 	return s.write(appendServiceAccept(s.buf[:0], name))
 }
 
-// maxRequests bounds requests of every kind, including PK_OK queries
-// which do not count as failures.
-func (s *session) maxRequests() int { return 10 * s.cfg.maxTries }
-
 // request handles one message after SERVICE_ACCEPT.
-func (s *session) request(p []byte) (*perm.Permissions, error) {
+func (s *conversation) request(p []byte) (*perm.Permissions, error) {
 	if len(p) == 0 || p[0] != wire.MsgUserAuthRequest {
 		return nil, s.unexpected(p, "userauth request")
 	}
-	if s.requests++; s.requests > s.maxRequests() {
+	if s.requests++; s.requests > s.max {
 		return nil, s.disconnect(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests)
 	}
 	req, err := parseUserAuthRequest(p)
@@ -130,50 +140,39 @@ func (s *session) request(p []byte) (*perm.Permissions, error) {
 	if err := s.checkRequest(req); err != nil {
 		return nil, err
 	}
-	out, perms := s.dispatch(req)
-	return s.answer(req, out, perms)
+	d, err := s.a.Decide(s.ctx, req)
+	if err != nil {
+		return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)
+	}
+	return s.answer(req, d)
 }
 
-// answer sends the reply for the outcome of req.
-func (s *session) answer(req *userAuthRequest, out outcome, perms *perm.Permissions) (*perm.Permissions, error) {
-	switch out {
-	case succeeded:
+// answer sends the reply for the decision d about req.
+func (s *conversation) answer(req *Request, d *Decision) (*perm.Permissions, error) {
+	switch d.Verdict {
+	case Success:
+		if d.Perms == nil {
+			return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", errNoPerms)
+		}
 		if err := s.write(appendSuccess(s.buf[:0])); err != nil {
 			return nil, err
 		}
-		return perms, nil
-	case keyOK:
+		return d.Perms, nil
+	case KeyOK:
 		return nil, s.write(appendPKOK(s.buf[:0], req.Algo, req.KeyBlob))
-	case failed:
-		if s.failures++; s.failures >= s.cfg.maxTries {
-			s.log.Warn("auth: too many authentication failures", "user", req.User, "failures", s.failures)
-			return nil, s.disconnect(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication failures", ErrTooManyFailures)
-		}
+	case Disconnect:
+		return nil, s.disconnect(d.Reason, d.Message, d.Err)
 	}
-	return nil, s.write(appendFailure(s.buf[:0], s.cfg.methods, false))
+	return nil, s.write(appendFailure(s.buf[:0], d.Methods, d.Partial))
 }
 
-// dispatch runs the method of req.
-func (s *session) dispatch(req *userAuthRequest) (outcome, *perm.Permissions) {
-	switch req.Method {
-	case "none":
-		if s.requests == 1 {
-			return failedUncounted, nil
-		}
-		return failed, nil
-	case "publickey":
-		return s.publicKey(req)
-	case "password":
-		return s.password(req)
-	}
-	s.log.Debug("auth: unsupported method", "user", req.User, "method", quote(req.Method))
-	return failed, nil
-}
+// errNoPerms: an Authority granted a login without its permissions.
+var errNoPerms = errors.New("auth: success without permissions")
 
 // checkRequest pins the user and service to those of the first request
 // and sends the banner before the first answer.
-func (s *session) checkRequest(req *userAuthRequest) error {
-	if s.acct != nil {
+func (s *conversation) checkRequest(req *Request) error {
+	if s.begun {
 		if req.User != s.user || req.Service != s.service {
 			return s.disconnect(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged)
 		}
@@ -187,19 +186,18 @@ func (s *session) checkRequest(req *userAuthRequest) error {
 		return s.disconnect(wire.DisconnectIllegalUserName, "illegal user name",
 			fmt.Errorf("%w: %s", ErrIllegalUser, quote(req.User)))
 	}
-	s.user, s.service = req.User, req.Service
-	s.acct = s.resolve(req.User)
-	return s.sendBanner()
-}
-
-func (s *session) sendBanner() error {
-	if s.cfg.Banner == "" {
+	s.user, s.service, s.begun = req.User, req.Service, true
+	banner, err := s.a.Begin(s.ctx, req.User, req.Service)
+	if err != nil {
+		return s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)
+	}
+	if banner == "" {
 		return nil
 	}
-	return s.write(appendBanner(s.buf[:0], s.cfg.Banner))
+	return s.write(appendBanner(s.buf[:0], banner))
 }
 
-func (s *session) write(p []byte) error {
+func (s *conversation) write(p []byte) error {
 	s.buf = p[:0]
 	if err := s.pc.WritePacket(p); err != nil {
 		return fmt.Errorf("auth: write: %w", err)
@@ -210,7 +208,7 @@ func (s *session) write(p []byte) error {
 // read returns the next message, answering those whose number no SSH
 // specification defines with SSH_MSG_UNIMPLEMENTED (RFC 4253 §11.4).
 // They count against the request limit, so a flood of them ends.
-func (s *session) read() ([]byte, error) {
+func (s *conversation) read() ([]byte, error) {
 	u, canReply := s.pc.(wire.Unimplementer)
 	for {
 		p, err := s.pc.ReadPacket()
@@ -220,7 +218,7 @@ func (s *session) read() ([]byte, error) {
 		if !canReply || len(p) == 0 || wire.Known(p[0]) {
 			return p, nil
 		}
-		if s.requests++; s.requests > s.maxRequests() {
+		if s.requests++; s.requests > s.max {
 			return nil, s.disconnect(wire.DisconnectProtocolError, "too many unknown messages", ErrTooManyRequests)
 		}
 		s.log.Debug("auth: unknown message answered with UNIMPLEMENTED", "type", p[0])
@@ -230,12 +228,12 @@ func (s *session) read() ([]byte, error) {
 	}
 }
 
-func (s *session) readError(err error) error {
+func (s *conversation) readError(err error) error {
 	s.log.Info("auth: connection ended before authentication", "err", err)
 	return fmt.Errorf("auth: read: %w", err)
 }
 
-func (s *session) unexpected(p []byte, want string) error {
+func (s *conversation) unexpected(p []byte, want string) error {
 	got := "empty message"
 	if len(p) > 0 {
 		got = fmt.Sprintf("message %d", p[0])
@@ -246,7 +244,7 @@ func (s *session) unexpected(p []byte, want string) error {
 
 // disconnect logs the cause, sends SSH_MSG_DISCONNECT when pc can, and
 // returns the error for Run.
-func (s *session) disconnect(reason uint32, msg string, cause error) error {
+func (s *conversation) disconnect(reason uint32, msg string, cause error) error {
 	e := &DisconnectError{Reason: reason, Msg: msg, Err: cause}
 	s.log.Warn("auth: disconnecting", "user", s.user, "reason", reason, "cause", cause)
 	if d, ok := s.pc.(wire.Disconnector); ok {
