@@ -72,10 +72,9 @@ type Policy struct {
 // will expire in N days.").
 func (p *Policy) Allowed(a *Account, src Source) (notices []string, err error) {
 	if !p.UsePAM {
-		if r, n := p.lockedOrExpired(a); r != nil {
+		var r *Refusal
+		if r, notices = p.lockedOrExpired(a); r != nil {
 			return nil, r
-		} else {
-			notices = n
 		}
 	}
 	if !p.Chroot {
@@ -285,4 +284,3 @@ func Nologin(a *Account, path string) (refused bool, text []byte, log string) {
 	}
 	return true, text, log
 }
-
