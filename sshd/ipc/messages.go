@@ -1,0 +1,395 @@
+package ipc
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Type is a message type.
+type Type uint8
+
+// Message types. The monitor trusts nothing that comes from a child: each
+// message of the child-to-monitor direction has a bounded, hand-written
+// decoder with a fuzz target.
+const (
+	// Monitor to child.
+	TypeConfig    Type = 1 // the child's settings (JSON); first message
+	TypeNewConn   Type = 2 // NewConn and the socket: a connection for a pre-auth worker
+	TypeCloseConn Type = 3 // CloseConn: end one connection
+	TypeAdopt     Type = 4 // Adopt and the socket: an authenticated connection for post-auth
+
+	// Child to monitor.
+	TypeSign     Type = 16 // SignRequest; the reply is an SSH signature blob
+	TypeBegin    Type = 17 // BeginRequest; the reply is BeginReply
+	TypeDecide   Type = 18 // DecideRequest; the reply is a Decision
+	TypeHandoff  Type = 19 // HandoffRequest; the reply is empty
+	TypeConnDone Type = 20 // ConnDone notification
+	TypeLog      Type = 21 // Log notification
+
+	// TypeReply answers a request (status, then payload or error text).
+	TypeReply Type = 0x7f
+)
+
+var typeNames = map[Type]string{
+	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
+	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
+	TypeConnDone: "conn-done", TypeLog: "log", TypeReply: "reply",
+}
+
+func (t Type) String() string {
+	if n, ok := typeNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("type-%d", uint8(t))
+}
+
+// Field bounds.
+const (
+	maxName    = 64   // algorithm, method, service names
+	maxUser    = 256  // as sshd/auth bounds user names
+	maxAddr    = 128  // "host:port"
+	maxText    = 1024 // reasons, messages, banners are bounded elsewhere
+	maxBanner  = 64 << 10
+	maxKeyBlob = 16 << 10
+	maxSig     = 16 << 10
+	maxHash    = 64
+	maxSecret  = 1 << 10 // passwords
+	maxList    = 32      // entries of a name list
+	maxState   = MaxMessage - 64
+	maxJSON    = MaxMessage - 1024
+	maxLogLine = 8 << 10
+)
+
+// decoder is a wire.Reader that also bounds each field.
+type decoder struct {
+	*wire.Reader
+	err error
+}
+
+func newDecoder(p []byte) *decoder { return &decoder{Reader: wire.NewReader(p)} }
+
+func (d *decoder) bytes(field string, max int) []byte {
+	b := d.Bytes(field)
+	if len(b) > max && d.err == nil {
+		d.err = &wire.FieldError{Field: field, Err: fmt.Errorf("%d bytes, at most %d", len(b), max)}
+	}
+	if d.err != nil || d.Err() != nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+func (d *decoder) string(field string, max int) string { return string(d.bytes(field, max)) }
+
+func (d *decoder) list(field string) []string {
+	n := d.Uint32(field + " count")
+	if n > maxList && d.err == nil {
+		d.err = &wire.FieldError{Field: field, Err: fmt.Errorf("%d entries, at most %d", n, maxList)}
+	}
+	var out []string
+	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
+		out = append(out, d.string(field, maxName))
+	}
+	return out
+}
+
+func (d *decoder) done(t Type) error {
+	err := d.err
+	if err == nil {
+		err = d.Done()
+	}
+	if err != nil {
+		return &ProtocolError{Type: t, Err: err}
+	}
+	return nil
+}
+
+func appendList(b []byte, l []string) []byte {
+	b = wire.AppendUint32(b, uint32(len(l)))
+	for _, s := range l {
+		b = wire.AppendString(b, s)
+	}
+	return b
+}
+
+// NewConn gives a pre-auth worker a connection (its socket comes with it).
+type NewConn struct {
+	ConnID        uint64
+	Local, Remote string // "ip:port"
+}
+
+// Marshal encodes m.
+func (m *NewConn) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendString(b, m.Local)
+	return wire.AppendString(b, m.Remote)
+}
+
+// ParseNewConn decodes a NewConn.
+func ParseNewConn(p []byte) (*NewConn, error) {
+	d := newDecoder(p)
+	m := &NewConn{ConnID: d.Uint64("conn id"), Local: d.string("local", maxAddr), Remote: d.string("remote", maxAddr)}
+	return m, d.done(TypeNewConn)
+}
+
+// CloseConn tells a child to end a connection.
+type CloseConn struct {
+	ConnID uint64
+	Reason string
+}
+
+// Marshal encodes m.
+func (m *CloseConn) Marshal() []byte {
+	return wire.AppendString(wire.AppendUint64(nil, m.ConnID), m.Reason)
+}
+
+// ParseCloseConn decodes a CloseConn.
+func ParseCloseConn(p []byte) (*CloseConn, error) {
+	d := newDecoder(p)
+	m := &CloseConn{ConnID: d.Uint64("conn id"), Reason: d.string("reason", maxText)}
+	return m, d.done(TypeCloseConn)
+}
+
+// SignRequest asks the monitor to sign an exchange hash with a host key.
+type SignRequest struct {
+	ConnID uint64
+	Alg    string // host-key signature algorithm
+	Pub    []byte // the host key, SSH wire format
+	H      []byte // the exchange hash
+}
+
+// Marshal encodes m.
+func (m *SignRequest) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendString(b, m.Alg)
+	b = wire.AppendBytes(b, m.Pub)
+	return wire.AppendBytes(b, m.H)
+}
+
+// ParseSignRequest decodes a SignRequest.
+func ParseSignRequest(p []byte) (*SignRequest, error) {
+	d := newDecoder(p)
+	m := &SignRequest{ConnID: d.Uint64("conn id"), Alg: d.string("algorithm", maxName),
+		Pub: d.bytes("public key", maxKeyBlob), H: d.bytes("hash", maxHash)}
+	return m, d.done(TypeSign)
+}
+
+// BeginRequest starts the authentication of a connection for a user.
+type BeginRequest struct {
+	ConnID        uint64
+	User, Service string
+}
+
+// Marshal encodes m.
+func (m *BeginRequest) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendString(b, m.User)
+	return wire.AppendString(b, m.Service)
+}
+
+// ParseBeginRequest decodes a BeginRequest.
+func ParseBeginRequest(p []byte) (*BeginRequest, error) {
+	d := newDecoder(p)
+	m := &BeginRequest{ConnID: d.Uint64("conn id"), User: d.string("user", maxUser), Service: d.string("service", maxName)}
+	return m, d.done(TypeBegin)
+}
+
+// BeginReply is the monitor's answer to a BeginRequest.
+type BeginReply struct {
+	Banner string
+}
+
+// Marshal encodes m.
+func (m *BeginReply) Marshal() []byte { return wire.AppendString(nil, m.Banner) }
+
+// ParseBeginReply decodes a BeginReply.
+func ParseBeginReply(p []byte) (*BeginReply, error) {
+	d := newDecoder(p)
+	m := &BeginReply{Banner: d.string("banner", maxBanner)}
+	return m, d.done(TypeBegin)
+}
+
+// DecideRequest carries one userauth request to the monitor.
+type DecideRequest struct {
+	ConnID uint64
+	Req    *auth.Request
+}
+
+// Marshal encodes m.
+func (m *DecideRequest) Marshal() []byte {
+	r := m.Req
+	b := wire.AppendUint64(nil, m.ConnID)
+	for _, s := range []string{r.User, r.Service, r.Method, r.Algo} {
+		b = wire.AppendString(b, s)
+	}
+	b = wire.AppendBool(b, r.HasSig)
+	b = wire.AppendBytes(b, r.KeyBlob)
+	b = wire.AppendBytes(b, r.Sig)
+	b = wire.AppendBool(b, r.ChangePassword)
+	return wire.AppendString(b, r.Password)
+}
+
+// ParseDecideRequest decodes a DecideRequest.
+func ParseDecideRequest(p []byte) (*DecideRequest, error) {
+	d := newDecoder(p)
+	m := &DecideRequest{ConnID: d.Uint64("conn id"), Req: &auth.Request{}}
+	r := m.Req
+	r.User, r.Service = d.string("user", maxUser), d.string("service", maxName)
+	r.Method, r.Algo = d.string("method", maxName), d.string("algorithm", maxName)
+	r.HasSig = d.Bool("has signature")
+	r.KeyBlob, r.Sig = d.bytes("key blob", maxKeyBlob), d.bytes("signature", maxSig)
+	r.ChangePassword = d.Bool("change password")
+	r.Password = d.string("password", maxSecret)
+	return m, d.done(TypeDecide)
+}
+
+// MarshalDecision encodes an Authority's decision for the worker. The
+// permissions of a Success stay with the monitor: the worker learns only
+// the verdict.
+func MarshalDecision(dec *auth.Decision) []byte {
+	b := []byte{byte(dec.Verdict)}
+	b = appendList(b, dec.Methods)
+	b = wire.AppendBool(b, dec.Partial)
+	b = wire.AppendUint32(b, dec.Reason)
+	b = wire.AppendString(b, dec.Message)
+	cause := ""
+	if dec.Err != nil {
+		cause = dec.Err.Error()
+	}
+	return wire.AppendString(b, cause)
+}
+
+// ParseDecision decodes a decision. A Success carries permissions with no
+// restrictions: the worker never serves the session.
+func ParseDecision(p []byte) (*auth.Decision, error) {
+	d := newDecoder(p)
+	dec := &auth.Decision{Verdict: auth.Verdict(d.Byte("verdict"))}
+	dec.Methods = d.list("methods")
+	dec.Partial = d.Bool("partial")
+	dec.Reason, dec.Message = d.Uint32("reason"), d.string("message", maxText)
+	if cause := d.string("cause", maxText); cause != "" {
+		dec.Err = errors.New(cause)
+	}
+	if err := d.done(TypeDecide); err != nil {
+		return nil, err
+	}
+	if dec.Verdict > auth.Disconnect {
+		return nil, &ProtocolError{Type: TypeDecide, Err: fmt.Errorf("verdict %d", dec.Verdict)}
+	}
+	return dec, nil
+}
+
+// HandoffRequest asks the monitor to pass an authenticated connection to
+// its post-auth process, with the transport state the worker exported.
+type HandoffRequest struct {
+	ConnID uint64
+	State  []byte // transport.State, marshaled
+}
+
+// Marshal encodes m.
+func (m *HandoffRequest) Marshal() []byte {
+	return wire.AppendBytes(wire.AppendUint64(nil, m.ConnID), m.State)
+}
+
+// ParseHandoffRequest decodes a HandoffRequest (the state is checked when
+// it is decoded as a transport.State).
+func ParseHandoffRequest(p []byte) (*HandoffRequest, error) {
+	d := newDecoder(p)
+	m := &HandoffRequest{ConnID: d.Uint64("conn id"), State: d.bytes("state", maxState)}
+	return m, d.done(TypeHandoff)
+}
+
+// Outcome classifies how a connection ended, for penalties and logs.
+type Outcome uint8
+
+// Outcomes.
+const (
+	OutcomeClosed      Outcome = iota // ended normally, or by the client
+	OutcomeNoAuth                     // closed before authenticating
+	OutcomeAuthFail                   // disconnected after failed authentication
+	OutcomeGrace                      // LoginGraceTime exceeded
+	OutcomeProtocol                   // the client broke the protocol
+	OutcomeHandedOver                 // authenticated and handed to post-auth
+	maxOutcome         = OutcomeHandedOver
+)
+
+// ConnDone tells the monitor a connection has ended in the child.
+type ConnDone struct {
+	ConnID  uint64
+	Outcome Outcome
+	Err     string // what ended it, for logs
+}
+
+// Marshal encodes m.
+func (m *ConnDone) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = append(b, byte(m.Outcome))
+	return wire.AppendString(b, m.Err)
+}
+
+// ParseConnDone decodes a ConnDone.
+func ParseConnDone(p []byte) (*ConnDone, error) {
+	d := newDecoder(p)
+	m := &ConnDone{ConnID: d.Uint64("conn id"), Outcome: Outcome(d.Byte("outcome")), Err: d.string("error", maxText)}
+	if err := d.done(TypeConnDone); err != nil {
+		return nil, err
+	}
+	if m.Outcome > maxOutcome {
+		return nil, &ProtocolError{Type: TypeConnDone, Err: fmt.Errorf("outcome %d", m.Outcome)}
+	}
+	return m, nil
+}
+
+// Adopt gives a post-auth process an authenticated connection (its
+// socket comes with it). Settings and Perms are JSON: this direction is
+// from the monitor.
+type Adopt struct {
+	ConnID        uint64
+	Local, Remote string
+	Perms         []byte // perm.Permissions, JSON
+	Settings      []byte // the connection's settings, JSON
+	State         []byte // transport.State, marshaled
+}
+
+// Marshal encodes m.
+func (m *Adopt) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendString(b, m.Local)
+	b = wire.AppendString(b, m.Remote)
+	b = wire.AppendBytes(b, m.Perms)
+	b = wire.AppendBytes(b, m.Settings)
+	return wire.AppendBytes(b, m.State)
+}
+
+// ParseAdopt decodes an Adopt.
+func ParseAdopt(p []byte) (*Adopt, error) {
+	d := newDecoder(p)
+	m := &Adopt{ConnID: d.Uint64("conn id"), Local: d.string("local", maxAddr), Remote: d.string("remote", maxAddr)}
+	m.Perms, m.Settings = d.bytes("perms", maxJSON), d.bytes("settings", maxJSON)
+	m.State = d.bytes("state", maxState)
+	return m, d.done(TypeAdopt)
+}
+
+// Log is a log record from a child, relayed into the monitor's log.
+type Log struct {
+	Level int8   // slog.Level
+	Msg   string // message
+	Attrs []byte // the record's attributes as a JSON object
+}
+
+// Marshal encodes m.
+func (m *Log) Marshal() []byte {
+	b := []byte{byte(m.Level)}
+	b = wire.AppendString(b, m.Msg)
+	return wire.AppendBytes(b, m.Attrs)
+}
+
+// ParseLog decodes a Log.
+func ParseLog(p []byte) (*Log, error) {
+	d := newDecoder(p)
+	m := &Log{Level: int8(d.Byte("level")), Msg: d.string("message", maxLogLine), Attrs: d.bytes("attrs", maxLogLine)}
+	return m, d.done(TypeLog)
+}

@@ -1,0 +1,143 @@
+package ipc
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/offload/offload/sshd/auth"
+)
+
+// roundTrip checks that every message decodes to what was encoded and
+// that every cut of its encoding is refused.
+func roundTrip[T any](t *testing.T, name string, m *T, enc func(*T) []byte, dec func([]byte) (*T, error)) {
+	t.Helper()
+	b := enc(m)
+	got, err := dec(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if !reflect.DeepEqual(got, m) {
+		t.Fatalf("%s: decoded %+v, want %+v", name, got, m)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := dec(b[:n]); err == nil {
+			t.Fatalf("%s cut to %d of %d bytes was accepted", name, n, len(b))
+		}
+	}
+	var pe *ProtocolError
+	if _, err := dec(append(b, 0)); !errors.As(err, &pe) {
+		t.Fatalf("%s with a trailing byte: %v, want a ProtocolError", name, err)
+	}
+}
+
+func TestMessagesRoundTrip(t *testing.T) {
+	roundTrip(t, "NewConn", &NewConn{ConnID: 7, Local: "127.0.0.1:22", Remote: "[::1]:5000"}, (*NewConn).Marshal, ParseNewConn)
+	roundTrip(t, "CloseConn", &CloseConn{ConnID: 9, Reason: "grace"}, (*CloseConn).Marshal, ParseCloseConn)
+	roundTrip(t, "SignRequest", &SignRequest{ConnID: 1, Alg: "ssh-ed25519", Pub: []byte{1, 2}, H: bytes.Repeat([]byte{3}, 32)}, (*SignRequest).Marshal, ParseSignRequest)
+	roundTrip(t, "BeginRequest", &BeginRequest{ConnID: 2, User: "alice", Service: "ssh-connection"}, (*BeginRequest).Marshal, ParseBeginRequest)
+	roundTrip(t, "BeginReply", &BeginReply{Banner: "hello\n"}, (*BeginReply).Marshal, ParseBeginReply)
+	roundTrip(t, "DecideRequest", &DecideRequest{ConnID: 3, Req: &auth.Request{User: "alice", Service: "ssh-connection",
+		Method: "publickey", HasSig: true, Algo: "ssh-ed25519", KeyBlob: []byte{4}, Sig: []byte{5}, Password: ""}},
+		(*DecideRequest).Marshal, ParseDecideRequest)
+	roundTrip(t, "HandoffRequest", &HandoffRequest{ConnID: 4, State: []byte{1, 2, 3}}, (*HandoffRequest).Marshal, ParseHandoffRequest)
+	roundTrip(t, "ConnDone", &ConnDone{ConnID: 5, Outcome: OutcomeAuthFail, Err: "too many"}, (*ConnDone).Marshal, ParseConnDone)
+	roundTrip(t, "Adopt", &Adopt{ConnID: 6, Local: "a", Remote: "b", Perms: []byte("{}"), Settings: []byte("{}"), State: []byte{9}},
+		(*Adopt).Marshal, ParseAdopt)
+	roundTrip(t, "Log", &Log{Level: -4, Msg: "m", Attrs: []byte(`{"a":1}`)}, (*Log).Marshal, ParseLog)
+}
+
+func TestDecisionRoundTrip(t *testing.T) {
+	for _, d := range []*auth.Decision{
+		{Verdict: auth.Failure, Methods: []string{"publickey", "password"}, Partial: true},
+		{Verdict: auth.KeyOK},
+		{Verdict: auth.Disconnect, Reason: 14, Message: "too many", Err: errors.New("cause")},
+	} {
+		got, err := ParseDecision(MarshalDecision(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Verdict != d.Verdict || !reflect.DeepEqual(got.Methods, d.Methods) || got.Partial != d.Partial ||
+			got.Reason != d.Reason || got.Message != d.Message || (got.Err == nil) != (d.Err == nil) {
+			t.Fatalf("decoded %+v, want %+v", got, d)
+		}
+	}
+	b := MarshalDecision(&auth.Decision{Verdict: auth.Success, Perms: nil})
+	b[0] = 99
+	if _, err := ParseDecision(b); err == nil {
+		t.Fatal("an unknown verdict was accepted")
+	}
+}
+
+// TestBounds: fields beyond their bounds are refused.
+func TestBounds(t *testing.T) {
+	long := string(bytes.Repeat([]byte{'a'}, maxUser+1))
+	if _, err := ParseBeginRequest((&BeginRequest{User: long}).Marshal()); err == nil {
+		t.Fatal("an over-long user name was accepted")
+	}
+	if _, err := ParseSignRequest((&SignRequest{H: make([]byte, maxHash+1)}).Marshal()); err == nil {
+		t.Fatal("an over-long hash was accepted")
+	}
+	if _, err := ParseDecideRequest((&DecideRequest{Req: &auth.Request{Password: string(make([]byte, maxSecret+1))}}).Marshal()); err == nil {
+		t.Fatal("an over-long password was accepted")
+	}
+	if _, err := ParseConnDone((&ConnDone{Outcome: maxOutcome + 1}).Marshal()); err == nil {
+		t.Fatal("an unknown outcome was accepted")
+	}
+	d := MarshalDecision(&auth.Decision{Methods: make([]string, maxList+1)})
+	if _, err := ParseDecision(d); err == nil {
+		t.Fatal("an over-long method list was accepted")
+	}
+}
+
+// fuzzParse checks that a parser of bytes from a less privileged process
+// never panics and that what it accepts encodes back to the same bytes.
+func fuzzParse[T any](f *testing.F, seed *T, enc func(*T) []byte, dec func([]byte) (*T, error)) {
+	f.Add(enc(seed))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		m, err := dec(p)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(enc(m), p) {
+			t.Fatalf("accepted %x but it encodes as %x", p, enc(m))
+		}
+	})
+}
+
+func FuzzSignRequest(f *testing.F) {
+	fuzzParse(f, &SignRequest{ConnID: 1, Alg: "ssh-ed25519", Pub: []byte{1}, H: make([]byte, 32)}, (*SignRequest).Marshal, ParseSignRequest)
+}
+
+func FuzzBeginRequest(f *testing.F) {
+	fuzzParse(f, &BeginRequest{ConnID: 1, User: "u", Service: "ssh-connection"}, (*BeginRequest).Marshal, ParseBeginRequest)
+}
+
+func FuzzDecideRequest(f *testing.F) {
+	fuzzParse(f, &DecideRequest{ConnID: 1, Req: &auth.Request{User: "u", Method: "password", Password: "p"}}, (*DecideRequest).Marshal, ParseDecideRequest)
+}
+
+func FuzzHandoffRequest(f *testing.F) {
+	fuzzParse(f, &HandoffRequest{ConnID: 1, State: []byte{1}}, (*HandoffRequest).Marshal, ParseHandoffRequest)
+}
+
+func FuzzConnDone(f *testing.F) {
+	fuzzParse(f, &ConnDone{ConnID: 1, Outcome: OutcomeGrace, Err: "x"}, (*ConnDone).Marshal, ParseConnDone)
+}
+
+func FuzzLog(f *testing.F) {
+	fuzzParse(f, &Log{Level: 4, Msg: "m", Attrs: []byte("{}")}, (*Log).Marshal, ParseLog)
+}
+
+// FuzzReply: the reply framing any process may receive.
+func FuzzReply(f *testing.F) {
+	f.Add(encodeReply([]byte("ok"), nil))
+	f.Add(encodeReply(nil, errors.New("no")))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r := decodeReply(p)
+		if r.err == nil && !bytes.Equal(encodeReply(r.payload, nil), p) {
+			t.Fatal("a reply does not encode back")
+		}
+	})
+}
