@@ -307,13 +307,13 @@ type Outcome uint8
 
 // Outcomes.
 const (
-	OutcomeClosed      Outcome = iota // ended normally, or by the client
-	OutcomeNoAuth                     // closed before authenticating
-	OutcomeAuthFail                   // disconnected after failed authentication
-	OutcomeGrace                      // LoginGraceTime exceeded
-	OutcomeProtocol                   // the client broke the protocol
-	OutcomeHandedOver                 // authenticated and handed to post-auth
-	maxOutcome         = OutcomeHandedOver
+	OutcomeClosed     Outcome = iota // ended normally, or by the client
+	OutcomeNoAuth                    // closed before authenticating
+	OutcomeAuthFail                  // disconnected after failed authentication
+	OutcomeGrace                     // LoginGraceTime exceeded
+	OutcomeProtocol                  // the client broke the protocol
+	OutcomeHandedOver                // authenticated and handed to post-auth
+	maxOutcome        = OutcomeHandedOver
 )
 
 // ConnDone tells the monitor a connection has ended in the child.
