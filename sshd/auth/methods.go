@@ -71,6 +71,10 @@ func (s *decider) verify(req *Request, key ssh.PublicKey, algo *algorithm) (*sig
 	if isSKKey(key) {
 		sig.sk = true
 		sig.flags, err = verifySK(key, data, sig)
+	} else if len(sig.Rest) != 0 {
+		// x/crypto's Verify ignores bytes after the blob; only security-key
+		// signatures carry more (flags and counter).
+		return nil, reject("trailing bytes after the signature blob")
 	} else {
 		err = key.Verify(data, &ssh.Signature{Format: sig.Format, Blob: sig.Blob, Rest: sig.Rest})
 	}

@@ -111,6 +111,28 @@ func TestSignatureOverWrongSessionID(t *testing.T) {
 	wantSuccess(t, c.signed("ssh-ed25519", key), ch)
 }
 
+// TestSignatureTrailingBytes: a signature blob is parsed exactly; an
+// ed25519 signature with bytes after it is refused, as x/crypto's client
+// and OpenSSH refuse it.
+func TestSignatureTrailingBytes(t *testing.T) {
+	w := newWorld(t)
+	key := newEd25519(t)
+	w.authorize(authLine("", key.PublicKey()))
+	c, ch := startRun(t, w.cfg)
+	c.startService()
+	b := wire.AppendBool(c.header("publickey"), true)
+	b = wire.AppendString(b, "ssh-ed25519")
+	b = wire.AppendBytes(b, key.PublicKey().Marshal())
+	sig := c.sign(key, append(wire.AppendBytes(nil, c.sid), b...), "ssh-ed25519")
+	sig.Rest = []byte{0, 0, 0, 0}
+	c.write(wire.AppendBytes(b, ssh.Marshal(sig)))
+	wantFailure(t, c.read(), "publickey")
+	if !w.logged("trailing bytes") {
+		t.Errorf("log lacks the cause:\n%s", w.logs)
+	}
+	wantSuccess(t, c.signed("ssh-ed25519", key), ch)
+}
+
 func TestSignatureAlgorithmMustMatch(t *testing.T) {
 	w := newWorld(t)
 	key := rsaSigner(t)

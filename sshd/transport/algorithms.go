@@ -41,6 +41,7 @@ type kexSpec struct {
 	hash        string // registry hash for the exchange hash and key derivation
 	agree       string // registry key agreement
 	kem         string // registry KEM of a hybrid exchange, or ""
+	method      *kexMethod
 	onByDefault bool
 }
 
@@ -70,11 +71,11 @@ var (
 		{name: "hmac-sha2-512", hmac: "hmac-sha512", keySize: 64, tagSize: 64},
 	}
 	kexTable = []kexSpec{
-		{name: "mlkem768x25519-sha256", hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},
-		{name: "curve25519-sha256", hash: "sha256", agree: "x25519", onByDefault: true},
-		{name: "curve25519-sha256@libssh.org", hash: "sha256", agree: "x25519", onByDefault: true},
-		{name: "ecdh-sha2-nistp256", hash: "sha256", agree: "ecdh-p256"},
-		{name: "ecdh-sha2-nistp384", hash: "sha384", agree: "ecdh-p384"},
+		{name: "mlkem768x25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},
+		{name: "curve25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", onByDefault: true},
+		{name: "curve25519-sha256@libssh.org", method: ecdhMethod, hash: "sha256", agree: "x25519", onByDefault: true},
+		{name: "ecdh-sha2-nistp256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256"},
+		{name: "ecdh-sha2-nistp384", method: ecdhMethod, hash: "sha384", agree: "ecdh-p384"},
 	}
 	hostKeyTable = []hostKeySpec{
 		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},

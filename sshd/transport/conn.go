@@ -38,10 +38,10 @@ type Conn struct {
 	magic  handshakeMagics // vC, vS (iC and iS are per exchange)
 
 	sessionID []byte
-	strict    bool // kex-strict negotiated
-	extInfo   bool // the client asked for EXT_INFO
-	kexCount  int  // completed exchanges, owned by the reader
-	kexDone   int  // copy of kexCount guarded by wmu
+	strict    bool    // kex-strict negotiated
+	extInfo   bool    // the client asked for EXT_INFO
+	kexCount  int     // completed exchanges, owned by the reader
+	kx        *kexRun // the exchange in progress, owned by the reader
 
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
@@ -174,18 +174,12 @@ func (c *Conn) readPacket() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch t := p[0]; {
-		case t == wire.MsgIgnore || t == wire.MsgDebug || t == wire.MsgUnimplemented || t == wire.MsgExtInfo:
+		deliver, err := c.dispatch(p)
+		if err != nil {
+			return nil, err
+		}
+		if !deliver {
 			continue
-		case t == wire.MsgDisconnect:
-			return nil, peerDisconnect(p)
-		case t == wire.MsgKexInit:
-			if err := c.kex(p); err != nil {
-				return nil, err
-			}
-			continue
-		case t >= wire.MsgKexInit && t < 50:
-			return nil, protocolError("unexpected message %d outside key exchange", t)
 		}
 		if err := c.checkReadRekey(); err != nil {
 			return nil, err
@@ -360,6 +354,10 @@ func (c *Conn) releaseReader() {
 	}
 	c.rd.c.Close()
 	c.rd.c = noneCipher{}
+	if c.kx != nil && c.kx.rc != nil {
+		c.kx.rc.Close()
+		c.kx.rc = nil
+	}
 }
 
 // armKexTimerLocked bounds the exchange our KEXINIT just started.

@@ -30,14 +30,23 @@
 //
 // # Key exchange
 //
-// kexinit.go negotiates per RFC 4253 §7.1 (a wrong first_kex_packet_follows
-// guess is skipped). kex.go runs mlkem768x25519-sha256,
+// kexinit.go negotiates per RFC 4253 §7.1, as liberally as OpenSSH where
+// the specification allows: empty and unknown names in the client's lists
+// are skipped. A guessed first kex packet (first_kex_packet_follows) is
+// used only when both sides list the same key exchange first and the same
+// host-key algorithm first (RFC 4253 §7); otherwise it is dropped, also
+// under strict kex. kexrun.go runs an exchange as a table-driven state
+// machine fed by the reader: each method (kex.go) is a list of steps, a
+// client message and the server's answer, so a method with several
+// messages needs only another row. kex.go runs mlkem768x25519-sha256,
 // curve25519-sha256 (and the @libssh.org alias) and, when configured,
 // ecdh-sha2-nistp256/384. Strict key exchange (kex-strict-s-v00@openssh.com)
 // is offered in the first KEXINIT: when the client asks for it, sequence
 // numbers restart at every NEWKEYS and any other message during the first
 // exchange ends the connection. A client that sends ext-info-c gets
-// SSH_MSG_EXT_INFO with server-sig-algs right after the first NEWKEYS.
+// SSH_MSG_EXT_INFO with server-sig-algs as the next packet after the
+// server's first NEWKEYS (RFC 8308 §2.4), before the client picks the
+// signature algorithm of its user key.
 //
 // # Re-exchange
 //
@@ -46,7 +55,11 @@
 // Config.RekeyInterval. While one runs, WritePacket queues copies of
 // outgoing packets in a bounded queue and blocks when it is full; small
 // packets always fit, so a reader that answers (window adjustments) cannot
-// deadlock. The primitives of every retired key set are released
+// deadlock. Nothing but the exchange's own messages is sent between our
+// KEXINIT and our NEWKEYS. The peer's connection-layer messages during a
+// re-exchange are passed up as OpenSSH's sshd passes them: RFC 4253 §7.1
+// forbids them after the peer's KEXINIT, but clients such as asyncssh send
+// them. The primitives of every retired key set are released
 // (provider.Release): a token AEAD gives back its session.
 //
 // # Algorithm tables

@@ -1,12 +1,10 @@
 package transport
 
 import (
-	"bytes"
 	"crypto/rand"
 	"fmt"
 	"net"
 	"slices"
-	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -56,31 +54,16 @@ func (c *Conn) handshake() error {
 	if err != nil {
 		return err
 	}
-	p, err := c.readFirstKexInit()
-	if err != nil {
-		return err
-	}
-	return c.kex(p)
-}
-
-// readFirstKexInit skips IGNORE and DEBUG before the client's KEXINIT;
-// strict kex later rejects the exchange if any came first.
-func (c *Conn) readFirstKexInit() ([]byte, error) {
-	for {
+	for c.kexCount == 0 {
 		p, err := c.read()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		switch p[0] {
-		case wire.MsgKexInit:
-			return p, nil
-		case wire.MsgIgnore, wire.MsgDebug:
-			continue
-		case wire.MsgDisconnect:
-			return nil, peerDisconnect(p)
+		if _, err := c.dispatch(p); err != nil {
+			return err
 		}
-		return nil, protocolError("expected KEXINIT, got message %d", p[0])
 	}
+	return nil
 }
 
 // sendKexInitLocked sends our KEXINIT and makes ordinary writes queue
@@ -110,41 +93,6 @@ func (c *Conn) sendKexInitLocked() error {
 	return nil
 }
 
-// kex runs one key exchange after the client's KEXINIT p.
-func (c *Conn) kex(p []byte) error {
-	m := handshakeMagics{vC: c.magic.vC, vS: c.magic.vS, iC: bytes.Clone(p)}
-	ci, err := parseKexInit(m.iC)
-	if err != nil {
-		return err
-	}
-	if m.iS, err = c.ensureKexInit(); err != nil {
-		return err
-	}
-	si, err := parseKexInit(m.iS)
-	if err != nil {
-		return err
-	}
-	a, err := negotiate(ci, si)
-	if err != nil {
-		return err
-	}
-	if err := c.noteFirstKex(ci); err != nil {
-		return err
-	}
-	start := time.Now()
-	res, err := c.exchange(a, &m)
-	if err != nil {
-		return err
-	}
-	if err := c.newKeys(a, res); err != nil {
-		return err
-	}
-	c.srv.log.Debug("transport: key exchange done", "remote", c.nc.RemoteAddr().String(), "n", c.kexCount,
-		"kex", a.kex.name, "host_key", a.hostKey, "cipher_in", a.cipherCS.name, "cipher_out", a.cipherSC.name,
-		"strict", c.strict, "elapsed", time.Since(start))
-	return nil
-}
-
 // ensureKexInit returns our KEXINIT for this exchange, sending it now when
 // the client started the exchange.
 func (c *Conn) ensureKexInit() ([]byte, error) {
@@ -169,60 +117,18 @@ func (c *Conn) noteFirstKex(ci *kexInitMsg) error {
 	return nil
 }
 
-// exchange reads the client's kex message and answers it.
-func (c *Conn) exchange(a *algorithms, m *handshakeMagics) (*kexResult, error) {
-	if a.guessWrong {
-		if _, err := c.readKexPacket(0); err != nil {
-			return nil, err
-		}
-	}
-	p, err := c.readKexPacket(wire.MsgKexECDHInit)
-	if err != nil {
-		return nil, err
-	}
-	res, reply, err := serverKex(c.srv, c.signer, a, m, p)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.writeKex(reply); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// readKexPacket reads the next key exchange message, which must be want
-// (0: any kex-method message, for a wrong guess). IGNORE and DEBUG are
-// skipped except during a strict initial exchange.
-func (c *Conn) readKexPacket(want byte) ([]byte, error) {
-	for {
-		p, err := c.read()
-		if err != nil {
-			return nil, err
-		}
-		t := p[0]
-		switch {
-		case t == want || (want == 0 && t >= 30 && t < 50):
-			return p, nil
-		case t == wire.MsgDisconnect:
-			return nil, peerDisconnect(p)
-		case c.strict && c.kexCount == 0:
-			return nil, protocolError("strict kex: unexpected message %d during key exchange", t)
-		case t == wire.MsgIgnore || t == wire.MsgDebug || t == wire.MsgUnimplemented:
-			continue
-		}
-		return nil, protocolError("unexpected message %d during key exchange", t)
-	}
-}
-
 func (c *Conn) writeKex(p []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.writeLocked(p)
 }
 
-// newKeys derives the keys, sends NEWKEYS, waits for the client's NEWKEYS,
-// switches both directions and, after the first exchange, sends EXT_INFO.
-func (c *Conn) newKeys(a *algorithms, res *kexResult) error {
+// sendNewKeys derives the keys of the finished exchange, sends NEWKEYS
+// and, after the first exchange, EXT_INFO under the new keys (RFC 8308
+// §2.4: the next packet after our first NEWKEYS). The read cipher waits
+// in k for the client's NEWKEYS.
+func (c *Conn) sendNewKeys(k *kexRun) error {
+	a, res := k.a, k.res
 	if c.sessionID == nil {
 		c.sessionID = res.H
 	}
@@ -241,34 +147,16 @@ func (c *Conn) newKeys(a *algorithms, res *kexResult) error {
 		rc.Close()
 		return err
 	}
-	if _, err := c.readKexPacket(wire.MsgNewKeys); err != nil {
-		rc.Close()
-		return err
-	}
-	c.switchRead(rc, keyed{a.cipherCS, a.macCS, cs})
-	if err := c.sendExtInfo(); err != nil {
-		return err
-	}
-	c.finishKex()
+	k.rc, k.rcKeys = rc, keyed{a.cipherCS, a.macCS, cs}
 	return nil
 }
 
-// sendExtInfo sends EXT_INFO after the first exchange, once the client's
-// NEWKEYS is in: answering it at once gives the kernel a segment to carry
-// the ACK of that NEWKEYS, which the client (Nagle on, as OpenSSH's is
-// for non-interactive sessions) is waiting for before it sends its next
-// request. Sent earlier, the server has nothing to say and the client
-// waits out the 40 ms delayed ACK. Queued packets follow it.
-func (c *Conn) sendExtInfo() error {
-	if c.kexCount != 0 || !c.extInfo {
-		return nil
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.writeLocked(extInfoMsg(c.srv.sigAlgs))
-}
-
-// switchWrite sends NEWKEYS under the old keys and installs wc.
+// switchWrite sends NEWKEYS under the old keys, installs wc and, after
+// the first exchange, sends EXT_INFO. Sent this early, EXT_INFO reaches
+// a client before it picks the signature algorithm of its user key. The
+// client's NEWKEYS then gets no immediate answer, so its ACK comes from
+// the quick-ACK request after each early read (quickack.go) rather than
+// from a reply.
 func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -285,6 +173,9 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 	c.wr.bytes, c.wr.packets = 0, 0
 	c.wr.keyed = k
 	c.wLimit = c.srv.rekeyLimit(k.cipher)
+	if c.kexCount == 0 && c.extInfo {
+		return c.writeLocked(extInfoMsg(c.srv.sigAlgs))
+	}
 	return nil
 }
 
@@ -320,15 +211,4 @@ func (c *Conn) finishKex() {
 	}
 	c.armTimerLocked()
 	c.wcond.Broadcast()
-}
-
-func (c *Conn) armTimerLocked() {
-	if c.srv.rekeyT < 0 || c.werr != nil {
-		return
-	}
-	if c.timer == nil {
-		c.timer = time.AfterFunc(c.srv.rekeyT, func() { c.rekeyDue.Store(true) })
-		return
-	}
-	c.timer.Reset(c.srv.rekeyT)
 }

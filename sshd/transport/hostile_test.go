@@ -157,15 +157,52 @@ func TestWrongGuessIsIgnored(t *testing.T) {
 	}
 }
 
-func TestRightGuessIsUsed(t *testing.T) {
-	ts := newTestServer(t, &Config{})
-	c := dialRaw(t, ts)
-	c.version("SSH-2.0-raw\r\n")
-	ki := clientKexInit("curve25519-sha256") // the server prefers mlkem, but the client's first is chosen
-	ki.firstKexPacketFollows = true
-	c.send(ki.marshal())
-	c.send(x25519Init(t))
-	c.expect(wire.MsgKexECDHReply)
+// TestGuessedKexPacket: RFC 4253 §7 calls a guess right only when both
+// sides list the same key exchange first and the same host-key algorithm
+// first. A right guess is answered; a wrong one is dropped (here it is a
+// low-order point, which the server would refuse had it used it) and the
+// client's next packet is answered, with and without strict kex.
+func TestGuessedKexPacket(t *testing.T) {
+	curveFirst := []string{"curve25519-sha256", "mlkem768x25519-sha256"}
+	lowOrder := wire.AppendBytes([]byte{wire.MsgKexECDHInit}, make([]byte, 32))
+	for _, tc := range []struct {
+		name       string
+		serverKex  []string
+		clientKex  []string
+		clientHost []string
+		right      bool
+	}{
+		{"both-first-agree", curveFirst, []string{"curve25519-sha256"}, []string{"ssh-ed25519"}, true},
+		{"kex-first-differs", nil, []string{"curve25519-sha256"}, []string{"ssh-ed25519"}, false},
+		{"hostkey-first-differs", curveFirst, []string{"curve25519-sha256"}, []string{"ssh-rsa", "ssh-ed25519"}, false},
+		{"empty-first-entry", curveFirst, []string{"", "curve25519-sha256"}, []string{"ssh-ed25519"}, true},
+	} {
+		for _, strict := range []bool{false, true} {
+			name := tc.name
+			if strict {
+				name += "/strict"
+			}
+			t.Run(name, func(t *testing.T) {
+				ts := newTestServer(t, &Config{KexAlgorithms: tc.serverKex, HostKeyAlgorithms: []string{"ssh-ed25519", "rsa-sha2-256"}})
+				c := dialRaw(t, ts)
+				c.version("SSH-2.0-raw\r\n")
+				ki := clientKexInit(tc.clientKex...)
+				ki.hostKey = tc.clientHost
+				if strict {
+					ki.kex = append(ki.kex, strictKexClient)
+				}
+				ki.firstKexPacketFollows = true
+				c.send(ki.marshal())
+				if tc.right {
+					c.send(x25519Init(t))
+				} else {
+					c.send(lowOrder)
+					c.send(x25519Init(t))
+				}
+				c.expect(wire.MsgKexECDHReply)
+			})
+		}
+	}
 }
 
 func TestKexFailures(t *testing.T) {
@@ -306,5 +343,38 @@ func TestRekeyTimeout(t *testing.T) {
 	})
 	if !ok {
 		t.Fatalf("connection errors %v", ts.connErrors())
+	}
+}
+
+// TestEmptyNamesIgnored: empty entries in a client's name-lists (",a",
+// "a,,b", "a,") are skipped as OpenSSH skips them, in every list.
+func TestEmptyNamesIgnored(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	ki := clientKexInit("", "curve25519-sha256", "", "unknown-kex@example.com", "")
+	for _, l := range ki.lists() {
+		*l.v = append(append([]string{""}, *l.v...), "", "")
+	}
+	c.send(ki.marshal())
+	c.send(x25519Init(t))
+	c.expect(wire.MsgKexECDHReply)
+	c.expect(wire.MsgNewKeys)
+}
+
+func TestPeerNameList(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":          nil,
+		",":         {},
+		"a":         {"a"},
+		",a,,b,":    {"a", "b"},
+		"a,b,c":     {"a", "b", "c"},
+		",,,x,,,,,": {"x"},
+	} {
+		r := wire.NewReader(wire.AppendString(nil, in))
+		got := peerNameList(r, "list")
+		if r.Done() != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%q: %q (%v), want %q", in, got, r.Err(), want)
+		}
 	}
 }

@@ -98,45 +98,53 @@ func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte
 	return qS, wire.AppendBytes(nil, h.Sum(nil)), nil
 }
 
-// exchangeHash computes H over the magics, K_S, Q_C, Q_S and K.
-func exchangeHash(h hash.Hash, m *handshakeMagics, kS, qC, qS, k []byte) []byte {
+// exchangeHash computes H over the magics, K_S, the method's own fields
+// (already encoded: strings, mpints, uint32s) and K (encoded).
+func exchangeHash(h hash.Hash, m *handshakeMagics, kS []byte, fields ...[]byte) []byte {
 	var b []byte
-	for _, v := range [][]byte{m.vC, m.vS, m.iC, m.iS, kS, qC, qS} {
+	for _, v := range [][]byte{m.vC, m.vS, m.iC, m.iS, kS} {
 		b = wire.AppendBytes(b, v)
 	}
-	b = append(b, k...)
+	for _, f := range fields {
+		b = append(b, f...)
+	}
 	h.Reset()
 	h.Write(b)
 	return h.Sum(nil)
 }
 
-// serverKex answers the client's KEX_ECDH_INIT in p: it agrees on K,
+// ecdhMethod is the one-message exchange of RFC 5656 §4, shared by
+// curve25519-sha256 (RFC 8731) and the hybrid post-quantum methods:
+// KEX_ECDH_INIT carries Q_C, KEX_ECDH_REPLY K_S, Q_S and the signature.
+var ecdhMethod = &kexMethod{steps: []kexStep{{msg: wire.MsgKexECDHInit, name: "KEX_ECDH_INIT", handle: ecdhReply}}}
+
+// ecdhReply answers the client's KEX_ECDH_INIT in p: it agrees on K,
 // signs H with the host key and returns the reply to send.
-func serverKex(cfg *Server, signer HostKeySigner, a *algorithms, m *handshakeMagics, p []byte) (*kexResult, []byte, error) {
+func ecdhReply(s *Server, k *kexRun, p []byte) ([]byte, error) {
 	qC, err := parseKexECDHInit(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	hk := hostKeyFor(cfg.hostKeys, a.hostKey)
+	hk := hostKeyFor(s.hostKeys, k.a.hostKey)
 	if hk == nil {
-		return nil, nil, kexError(nil, "no key for host key algorithm %s", a.hostKey)
+		return nil, kexError(nil, "no key for host key algorithm %s", k.a.hostKey)
 	}
-	qS, k, err := agree(cfg.reg, a.kex, qC)
+	qS, K, err := agree(s.reg, k.a.kex, qC)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	h, err := cfg.reg.Hash(a.kex.hash)
+	h, err := s.reg.Hash(k.a.kex.hash)
 	if err != nil {
-		return nil, nil, kexError(err, "%s", a.kex.name)
+		return nil, kexError(err, "%s", k.a.kex.name)
 	}
-	H := exchangeHash(h, m, hk.pub, qC, qS, k)
-	sig, err := signer.SignExchange(hk.alg, hk.pub, H)
+	H := exchangeHash(h, &k.m, hk.pub, wire.AppendBytes(nil, qC), wire.AppendBytes(nil, qS), K)
+	sig, err := k.signer.SignExchange(hk.alg, hk.pub, H)
 	if err != nil {
-		return nil, nil, kexError(err, "signing the exchange hash")
+		return nil, kexError(err, "signing the exchange hash")
 	}
+	k.res = &kexResult{H: H, K: K, h: h}
 	reply := []byte{wire.MsgKexECDHReply}
 	reply = wire.AppendBytes(reply, hk.pub)
 	reply = wire.AppendBytes(reply, qS)
-	reply = wire.AppendBytes(reply, sig)
-	return &kexResult{H: H, K: k, h: h}, reply, nil
+	return wire.AppendBytes(reply, sig), nil
 }

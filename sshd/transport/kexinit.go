@@ -2,6 +2,7 @@ package transport
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -27,7 +28,7 @@ func parseKexInit(p []byte) (*kexInitMsg, error) {
 	}
 	copy(m.cookie[:], r.Fixed("cookie", 16))
 	for _, f := range m.lists() {
-		*f.v = r.NameList(f.name)
+		*f.v = peerNameList(r, f.name)
 	}
 	m.firstKexPacketFollows = r.Bool("first_kex_packet_follows")
 	m.reserved = r.Uint32("reserved")
@@ -35,6 +36,18 @@ func parseKexInit(p []byte) (*kexInitMsg, error) {
 		return nil, &DisconnectError{Reason: wire.DisconnectProtocolError, Message: "malformed KEXINIT", Err: err}
 	}
 	return m, nil
+}
+
+// peerNameList reads a name-list from the peer as OpenSSH does: empty
+// names (",a", "a,,b", "a,") are skipped, not refused; unknown names
+// simply never match.
+func peerNameList(r *wire.Reader, field string) []string {
+	b := r.Bytes(field)
+	if len(b) == 0 {
+		return nil
+	}
+	names := strings.Split(string(b), ",")
+	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
 }
 
 type namedList struct {
@@ -108,9 +121,22 @@ func negotiate(client, server *kexInitMsg) (*algorithms, error) {
 	if _, ok := choose(client.compSC, server.compSC); !ok {
 		return nil, kexError(nil, "no common compression algorithm")
 	}
-	a.guessWrong = client.firstKexPacketFollows &&
-		(client.kex[0] != a.kex.name || len(client.hostKey) == 0 || client.hostKey[0] != a.hostKey)
+	a.guessWrong = client.firstKexPacketFollows && !guessRight(client, server)
 	return a, nil
+}
+
+// guessRight reports whether a client's guessed first kex packet may be
+// used: RFC 4253 §7 calls the guess right only when both sides list the
+// same key exchange first and the same host-key algorithm first.
+func guessRight(client, server *kexInitMsg) bool {
+	first := func(l []string) string {
+		if len(l) == 0 {
+			return ""
+		}
+		return l[0]
+	}
+	return first(client.kex) != "" && first(client.kex) == first(server.kex) &&
+		first(client.hostKey) == first(server.hostKey)
 }
 
 func negotiateCipher(cc, sc, cm, sm []string) (*cipherSpec, *macSpec, error) {

@@ -174,7 +174,7 @@ func (c *Conn) resume(st *State) error {
 		return err
 	}
 	c.sessionID, c.strict, c.extInfo = clone(st.SessionID), st.Strict, st.ExtInfo
-	c.kexCount, c.kexDone = int(st.KexCount), int(st.KexCount)
+	c.kexCount = int(st.KexCount)
 	c.magic.vC, c.magic.vS = []byte(st.ClientVersion), []byte(st.ServerVersion)
 	c.rd.resumeFrom(c.nc, st.Buffered)
 	c.rd.c, c.rd.keyed, c.rd.seq, c.rd.bytes, c.rd.packets = rc, rk, st.In.Seq, st.In.Bytes, st.In.Packets

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -108,25 +109,60 @@ func TestKeyExchange(t *testing.T) {
 			expectDisconnect(t, rc, wire.DisconnectProtocolError, wire.DisconnectKeyExchangeFailed)
 		})
 	}
-	e.run("service-request-during-rekey", func(t *testing.T) {
+	// RFC 8308 §2.4: EXT_INFO is the next packet after the server's first
+	// NEWKEYS, so it arrives before the client's NEWKEYS is even sent.
+	e.run("ext-info-right-after-newkeys", func(t *testing.T) {
+		rc := e.versioned(t)
+		kexUpTo(t, rc, nil, afterReply)
+		if err := rc.ReadNewKeys(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := rc.ReadPacket()
+		if err != nil {
+			t.Fatalf("no packet after NEWKEYS before the client's NEWKEYS: %v", err)
+		}
+		if p[0] != wire.MsgExtInfo {
+			t.Fatalf("packet after NEWKEYS is message %d, want EXT_INFO", p[0])
+		}
+		if !bytes.Contains(p, []byte("server-sig-algs")) {
+			t.Errorf("EXT_INFO without server-sig-algs: %q", p)
+		}
+	})
+	// During a re-exchange the client's connection-layer messages are
+	// accepted as OpenSSH's sshd accepts them (asyncssh keeps sending
+	// after its KEXINIT); the server's answers wait until NEWKEYS.
+	e.run("userauth-during-rekey", func(t *testing.T) {
 		rc := e.keyed(t, nil)
 		if err := rc.RequestService("ssh-userauth"); err != nil {
 			t.Fatal(err)
 		}
 		kexUpTo(t, rc, nil, afterKexInit)
-		rc.WritePacket(rawclient.AuthRequest(e.srv.User, "none", nil))
-		expectDisconnect(t, rc, wire.DisconnectProtocolError)
-	})
-	e.run("channel-data-before-rekey-newkeys", func(t *testing.T) {
-		rc := e.loggedIn(t)
-		ch, err := rc.OpenSession(0, 1<<20)
-		if err != nil {
+		if err := rc.WritePacket(rawclient.AuthRequest(e.srv.User, "none", nil)); err != nil {
 			t.Fatal(err)
 		}
-		kexUpTo(t, rc, nil, afterReply)
-		rc.WritePacket(ch.DataPacket([]byte("too early")))
-		expectDisconnect(t, rc, wire.DisconnectProtocolError)
+		finishRekey(t, rc, afterKexInit)
+		if _, err := rc.Expect(wire.MsgUserAuthFailure); err != nil {
+			t.Fatalf("the userauth request sent during the rekey: %v", err)
+		}
 	})
+	for _, step := range []kexStep{afterKexInit, afterReply} {
+		e.run(fmt.Sprintf("channel-data-during-rekey/step-%d", step), func(t *testing.T) {
+			rc := e.loggedIn(t)
+			ch := catSession(t, rc)
+			kexUpTo(t, rc, nil, step)
+			if err := ch.Send([]byte("sent during the rekey")); err != nil {
+				t.Fatal(err)
+			}
+			finishRekey(t, rc, step)
+			if err := ch.Send([]byte(", and after")); err != nil {
+				t.Fatal(err)
+			}
+			echo := readEcho(t, rc, len("sent during the rekey, and after"))
+			if echo != "sent during the rekey, and after" {
+				t.Errorf("echo %q", echo)
+			}
+		})
+	}
 	for _, c := range []struct {
 		name  string
 		field int // index of the name-list in KEXINIT
@@ -288,10 +324,23 @@ func TestKexFloods(t *testing.T) {
 	})
 }
 
-// rekeyUnderTraffic runs `cat` on a session and starts a key exchange
-// after every chunk it sends: the echo must come back intact.
-func rekeyUnderTraffic(t *testing.T, e *env) {
-	rc := e.loggedIn(t)
+// finishRekey completes a client rekey that kexUpTo took to step.
+func finishRekey(t *testing.T, rc *rawclient.Conn, step kexStep) {
+	t.Helper()
+	steps := []func() error{rc.SendECDHInit, rc.ReadECDHReply, rc.SendNewKeys, rc.ReadNewKeys}
+	if step == afterReply {
+		steps = steps[2:]
+	}
+	for _, f := range steps {
+		if err := f(); err != nil {
+			t.Fatalf("finishing the rekey: %v", err)
+		}
+	}
+}
+
+// catSession opens a session running cat.
+func catSession(t *testing.T, rc *rawclient.Conn) *rawclient.Channel {
+	t.Helper()
 	ch, err := rc.OpenSession(0, 1<<24)
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +352,30 @@ func rekeyUnderTraffic(t *testing.T, e *env) {
 	if err := ch.Exec("cat"); err != nil {
 		t.Fatal(err)
 	}
+	return ch
+}
+
+// readEcho collects n bytes of channel data.
+func readEcho(t *testing.T, rc *rawclient.Conn, n int) string {
+	t.Helper()
+	var got []byte
+	for len(got) < n {
+		m, err := rc.Next()
+		if err != nil {
+			t.Fatalf("after %d of %d bytes echoed: %v", len(got), n, err)
+		}
+		if m[0] == wire.MsgChannelData {
+			got = append(got, wire.NewReader(m[5:]).Bytes("data")...)
+		}
+	}
+	return string(got)
+}
+
+// rekeyUnderTraffic runs `cat` on a session and starts a key exchange
+// after every chunk it sends: the echo must come back intact.
+func rekeyUnderTraffic(t *testing.T, e *env) {
+	rc := e.loggedIn(t)
+	ch := catSession(t, rc)
 	const rounds, chunk = 100, 4096
 	sent, got := sha256.New(), sha256.New()
 	var echoed int

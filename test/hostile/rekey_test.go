@@ -55,7 +55,70 @@ func TestServerRekey(t *testing.T) {
 			t.Errorf("only %d server rekeys for %d bytes with RekeyLimit %d", rekeys, total, rekeyLimit)
 		}
 	})
+	e.run("client-data-after-its-kexinit", func(t *testing.T) { dataDuringServerRekey(t, e) })
 	stalledRekeys(t, e)
+}
+
+// dataDuringServerRekey answers each server KEXINIT as asyncssh 2.10
+// does: it keeps sending channel data after its own KEXINIT and before
+// its NEWKEYS. The server must accept that data (as OpenSSH's sshd does)
+// and send nothing but key exchange messages between its KEXINIT and its
+// NEWKEYS: rawclient's Expect fails on anything else.
+func dataDuringServerRekey(t *testing.T, e *env) {
+	rc := e.loggedIn(t)
+	ch := catSession(t, rc)
+	chunk := make([]byte, 16<<10)
+	var sent, got []byte
+	rekeys := 0
+	rc.SetDeadline(time.Now().Add(2 * replyTimeout))
+	for rekeys < 3 {
+		rand.Read(chunk)
+		if err := ch.Send(chunk); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, chunk...)
+		for len(got) < len(sent) {
+			m, err := rc.Next()
+			if err != nil {
+				t.Fatalf("after %d rekeys: %v", rekeys, err)
+			}
+			switch m[0] {
+			case wire.MsgKexInit:
+				rekeys++
+				sent = append(sent, answerKexSending(t, rc, ch, m)...)
+			case wire.MsgChannelData:
+				got = append(got, wire.NewReader(m[5:]).Bytes("data")...)
+			}
+		}
+	}
+	if !bytes.Equal(got, sent) {
+		t.Errorf("echo of %d bytes through %d server rekeys differs", len(sent), rekeys)
+	}
+}
+
+// answerKexSending completes a server-started exchange, sending channel
+// data after each of its own steps; it returns what it sent.
+func answerKexSending(t *testing.T, rc *rawclient.Conn, ch *rawclient.Channel, serverInit []byte) []byte {
+	t.Helper()
+	rc.ServerKexInit = serverInit
+	var sent []byte
+	send := func() error {
+		b := make([]byte, 1000)
+		rand.Read(b)
+		sent = append(sent, b...)
+		return ch.Send(b)
+	}
+	steps := []func() error{
+		func() error { return rc.SendKexInit(nil) }, send,
+		func() error { rc.SetServerKexInit(serverInit); return rc.SendECDHInit() }, send,
+		rc.ReadECDHReply, send, rc.SendNewKeys, send, rc.ReadNewKeys,
+	}
+	for i, f := range steps {
+		if err := f(); err != nil {
+			t.Fatalf("server rekey, step %d: %v", i, err)
+		}
+	}
+	return sent
 }
 
 // stalledRekeys leave a key exchange unfinished after login, started by

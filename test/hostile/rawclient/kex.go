@@ -343,3 +343,13 @@ func (c *Conn) Rekey(o *KexOptions) error {
 	}
 	return c.ReadNewKeys()
 }
+
+// SetServerKexInit records the server's KEXINIT (read through Next) for
+// the exchange SendKexInit started, so a test can run the steps of a
+// server-started exchange one by one.
+func (c *Conn) SetServerKexInit(p []byte) {
+	c.ServerKexInit = p
+	if c.kex != nil {
+		c.kex.iS = p
+	}
+}
