@@ -65,6 +65,16 @@ type Config struct {
 	Auth *auth.Config
 	// Conn configures the connection protocol (nil: its defaults).
 	Conn *connection.Config
+	// PerConnection, when set, is asked for the settings of each
+	// connection once the user of its first authentication request is
+	// known (sshd_config's Match); its Auth and Conn replace the fields
+	// above for that connection. An error refuses the connection.
+	PerConnection func(ConnInfo) (*ConnSettings, error)
+
+	// Separation, when set, runs the server as separate processes
+	// (privilege separation): see the package documentation. Nil serves
+	// everything in this process.
+	Separation *Separation
 
 	// Logger receives one line per connection event; nil discards.
 	Logger *slog.Logger
@@ -99,10 +109,7 @@ func (c *Config) settings() (*settings, error) {
 	if s.LoginGraceTime == 0 {
 		s.LoginGraceTime = DefaultLoginGraceTime
 	}
-	s.Auth = authConfig(s.Auth)
-	if s.Auth.Logger == nil {
-		s.Auth.Logger = s.log
-	}
+	s.Auth = s.authDefaults(s.Auth)
 	s.Conn = connConfig(s.Conn, s.log)
 	if s.MaxStartups == 0 {
 		s.MaxStartups = DefaultMaxStartups

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -23,6 +24,7 @@ var ErrServerClosed = errors.New("sshd: server closed")
 type Server struct {
 	cfg *settings
 	tr  *transport.Server
+	mon *monitor.Monitor // nil in the in-process mode
 	log *slog.Logger
 
 	ctx    context.Context // cancelled to end every connection
@@ -56,10 +58,17 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	kex, hostKeys, ciphers, macs := tr.Offer()
 	st.log.Info("sshd: algorithms offered", "kex", kex, "host_keys", hostKeys, "ciphers", ciphers, "macs", macs)
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: st, tr: tr, log: st.log, ctx: ctx, cancel: cancel,
-		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}, nil
+	s := &Server{cfg: st, tr: tr, log: st.log, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+	if st.Separation != nil {
+		if s.mon, err = newMonitor(st, tr); err != nil {
+			return nil, err
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
 }
+
+func (s *Server) maxRequests() int { return maxRequests(s.cfg.Auth) }
 
 // Transport returns the transport server, for its algorithm offer.
 func (s *Server) Transport() *transport.Server { return s.tr }
@@ -137,6 +146,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.wg.Wait()
 		close(done)
 	}()
+	if s.mon != nil {
+		err := s.mon.Shutdown(ctx)
+		s.cancel()
+		<-done
+		return err
+	}
 	select {
 	case <-done:
 		s.cancel()
@@ -169,6 +184,17 @@ func (s *Server) admit(c *conn) bool {
 	return true
 }
 
+// admitSeparated counts a connection of a separated server.
+func (s *Server) admitSeparated() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,6 +206,15 @@ func (s *Server) forget(c *conn) {
 // closes nc. It is what Serve runs for each accepted connection, and what
 // an inetd-style caller runs on its one connection.
 func (s *Server) ServeConn(nc net.Conn) {
+	if s.mon != nil {
+		if !s.admitSeparated() {
+			nc.Close()
+			return
+		}
+		defer s.wg.Done()
+		s.serveSeparated(nc)
+		return
+	}
 	c := &conn{srv: s, nc: nc, id: s.nextID.Add(1)}
 	c.log = s.log.With("conn", c.id, "remote", remoteString(nc))
 	defer c.recoverPanic()
@@ -266,7 +301,9 @@ func (c *conn) serve() {
 func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	ctx, cancel := context.WithCancel(c.srv.ctx)
 	defer cancel()
-	p, err := auth.Run(ctx, tc, c.srv.cfg.Auth, c.nc.RemoteAddr())
+	l := newLogin(c.srv.cfg, tc.SessionID(), tc.LocalAddr(), tc.RemoteAddr())
+	opts := &auth.ServeOptions{MaxRequests: c.srv.maxRequests(), Logger: c.srv.log, Remote: tc.RemoteAddr()}
+	p, err := auth.Serve(ctx, tc, l, opts)
 	if err != nil {
 		c.logEnd("authentication", err)
 		tc.Close()
@@ -275,7 +312,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	release()
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
-	err = serveConnection(ctx, tc, p, c)
+	err = serveConnection(ctx, tc, p, l.Settings())
 	c.logEnd("session", err)
 	tc.Close()
 }

@@ -13,14 +13,15 @@ import (
 )
 
 // serveConnection runs the connection protocol for an authenticated user.
-func serveConnection(ctx context.Context, tc *transport.Conn, p *perm.Permissions, c *conn) error {
+func serveConnection(ctx context.Context, tc *transport.Conn, p *perm.Permissions, cfg *connection.Config) error {
 	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
-	return connection.Serve(ctx, tc, p, withWindow(c.srv.cfg.Conn, tc.ClientVersion()))
+	return connection.Serve(ctx, tc, p, connection.ForClient(cfg, tc.ClientVersion()))
 }
 
-// authConfig is cfg (or the defaults) with OnlyUser set to the running
-// user when the server is not root: it cannot run sessions for others.
-func authConfig(cfg *auth.Config) *auth.Config {
+// authDefaults is cfg (or the defaults) logging to the server's logger
+// unless it has its own, with OnlyUser set to the running user when the
+// server is not root: it cannot run sessions for others.
+func (s *settings) authDefaults(cfg *auth.Config) *auth.Config {
 	var a auth.Config
 	if cfg != nil {
 		a = *cfg
@@ -29,6 +30,9 @@ func authConfig(cfg *auth.Config) *auth.Config {
 		if u, err := user.Current(); err == nil {
 			a.OnlyUser = u.Username
 		}
+	}
+	if a.Logger == nil {
+		a.Logger = s.log
 	}
 	return &a
 }

@@ -28,6 +28,7 @@ const (
 	TypeHandoff  Type = 19 // HandoffRequest; the reply is empty
 	TypeConnDone Type = 20 // ConnDone notification
 	TypeLog      Type = 21 // Log notification
+	TypeReady    Type = 22 // the child is configured and sandboxed (empty)
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -36,7 +37,7 @@ const (
 var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
-	TypeConnDone: "conn-done", TypeLog: "log", TypeReply: "reply",
+	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeReply: "reply",
 }
 
 func (t Type) String() string {
@@ -305,6 +306,15 @@ func ParseHandoffRequest(p []byte) (*HandoffRequest, error) {
 // Outcome classifies how a connection ended, for penalties and logs.
 type Outcome uint8
 
+var outcomeNames = [...]string{"closed", "noauth", "authfail", "grace-exceeded", "protocol", "handed-over", "crash"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome-%d", uint8(o))
+}
+
 // Outcomes.
 const (
 	OutcomeClosed     Outcome = iota // ended normally, or by the client
@@ -313,7 +323,8 @@ const (
 	OutcomeGrace                     // LoginGraceTime exceeded
 	OutcomeProtocol                  // the client broke the protocol
 	OutcomeHandedOver                // authenticated and handed to post-auth
-	maxOutcome        = OutcomeHandedOver
+	OutcomeCrash                     // the process serving it died
+	maxOutcome        = OutcomeCrash
 )
 
 // ConnDone tells the monitor a connection has ended in the child.

@@ -1,13 +1,9 @@
-package sshd
+package connection
 
-import (
-	"testing"
-
-	"github.com/offload/offload/sshd/connection"
-)
+import "testing"
 
 func TestWindowPerClient(t *testing.T) {
-	auto := &connection.Config{}
+	auto := &Config{}
 	for _, tc := range []struct {
 		version string
 		want    uint32
@@ -15,12 +11,12 @@ func TestWindowPerClient(t *testing.T) {
 	}{
 		{"SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u10", OpenSSHWindowSize, true},
 		{"SSH-2.0-OpenSSH_for_Windows_9.5", OpenSSHWindowSize, true},
-		{"SSH-2.0-Go", DefaultWindowSize, false},
-		{"SSH-2.0-libssh2_1.11.0", DefaultWindowSize, false},
-		{"SSH-2.0-PuTTY_Release_0.81", DefaultWindowSize, false},
-		{"SSH-2.0-OpenSSHish", DefaultWindowSize, false},
+		{"SSH-2.0-Go", WideWindowSize, false},
+		{"SSH-2.0-libssh2_1.11.0", WideWindowSize, false},
+		{"SSH-2.0-PuTTY_Release_0.81", WideWindowSize, false},
+		{"SSH-2.0-OpenSSHish", WideWindowSize, false},
 	} {
-		got := withWindow(auto, tc.version)
+		got := ForClient(auto, tc.version)
 		if got.WindowSize != tc.want || got.PaceSends != tc.pace {
 			t.Errorf("%s: window %d, pacing %v; want %d, %v", tc.version, got.WindowSize, got.PaceSends, tc.want, tc.pace)
 		}
@@ -28,14 +24,14 @@ func TestWindowPerClient(t *testing.T) {
 	if auto.WindowSize != 0 || auto.PaceSends {
 		t.Error("withWindow modified the shared configuration")
 	}
-	set := &connection.Config{WindowSize: 64 << 20}
-	if got := withWindow(set, "SSH-2.0-OpenSSH_9.2"); got.WindowSize != set.WindowSize || !got.PaceSends {
+	set := &Config{WindowSize: 64 << 20}
+	if got := ForClient(set, "SSH-2.0-OpenSSH_9.2"); got.WindowSize != set.WindowSize || !got.PaceSends {
 		t.Errorf("a configured window must apply to every client, with pacing for OpenSSH; got %d, %v", got.WindowSize, got.PaceSends)
 	}
-	if got := withWindow(set, "SSH-2.0-Go"); got != set {
+	if got := ForClient(set, "SSH-2.0-Go"); got != set {
 		t.Error("a configured window must apply to every client as it is")
 	}
-	if DefaultWindowSize < 8<<20 {
-		t.Errorf("default window %d is below 8 MiB", DefaultWindowSize)
+	if WideWindowSize < 8<<20 {
+		t.Errorf("default window %d is below 8 MiB", WideWindowSize)
 	}
 }

@@ -1,10 +1,6 @@
-package sshd
+package connection
 
-import (
-	"strings"
-
-	"github.com/offload/offload/sshd/connection"
-)
+import "strings"
 
 // Channel windows, chosen per client when the configuration leaves the
 // window at zero.
@@ -17,8 +13,8 @@ import (
 // `ssh host 'cat >/dev/null'` and aes128-gcm (docs/benchmarks.md): an
 // 8 MiB window ran at 0.22x OpenSSH sshd, OpenSSH's own 2 MiB at 1.24x.
 const (
-	// DefaultWindowSize is granted to clients other than OpenSSH's.
-	DefaultWindowSize = 8 << 20
+	// WideWindowSize is granted to clients other than OpenSSH's.
+	WideWindowSize = 8 << 20
 	// OpenSSHWindowSize is granted to OpenSSH clients, as OpenSSH's sshd
 	// grants them.
 	OpenSSHWindowSize = 2 << 20
@@ -29,14 +25,17 @@ func windowFor(v string) uint32 {
 	if strings.HasPrefix(v, "SSH-2.0-OpenSSH_") {
 		return OpenSSHWindowSize
 	}
-	return DefaultWindowSize
+	return WideWindowSize
 }
 
-// withWindow returns cfg with the window chosen for client version v
-// (unless cfg sets one) and, for OpenSSH clients, send pacing
-// (connection.Config.PaceSends): their client slows down when its window
-// is kept full.
-func withWindow(cfg *connection.Config, v string) *connection.Config {
+// ForClient returns cfg with the window chosen for the client that
+// announced version v (unless cfg sets one) and, for OpenSSH clients,
+// send pacing (Config.PaceSends): their client slows down when its window
+// is kept full. cfg is not modified.
+func ForClient(cfg *Config, v string) *Config {
+	if cfg == nil {
+		cfg = &Config{}
+	}
 	openssh := strings.HasPrefix(v, "SSH-2.0-OpenSSH_")
 	if cfg.WindowSize != 0 && (cfg.PaceSends || !openssh) {
 		return cfg

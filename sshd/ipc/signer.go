@@ -1,0 +1,25 @@
+package ipc
+
+import (
+	"context"
+	"time"
+)
+
+// SignTimeout bounds a host-key signature asked of the monitor (a token
+// may be slow, a monitor may be gone).
+const SignTimeout = 30 * time.Second
+
+// Signer is the transport.HostKeySigner of a child: it asks the monitor,
+// which holds the host keys, to sign one connection's exchange hashes.
+type Signer struct {
+	Peer   *Peer
+	ConnID uint64
+}
+
+// SignExchange asks the monitor to sign H with the host key pub.
+func (s *Signer) SignExchange(alg string, pub, H []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
+	defer cancel()
+	req := &SignRequest{ConnID: s.ConnID, Alg: alg, Pub: pub, H: H}
+	return s.Peer.Call(ctx, TypeSign, req.Marshal())
+}

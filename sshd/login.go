@@ -1,0 +1,95 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
+)
+
+// ConnInfo is what the settings of a connection may depend on (the
+// criteria of sshd_config's Match): the user of the first authentication
+// request and the connection's endpoints.
+type ConnInfo struct {
+	User          string
+	Remote, Local netip.AddrPort
+}
+
+// ConnSettings are the settings of one connection that Config.PerConnection
+// may change; a nil field keeps the Server's.
+type ConnSettings struct {
+	Auth *auth.Config
+	Conn *connection.Config
+}
+
+// login is a connection's authentication: once Begin knows the user it
+// fixes the connection's settings (Config.PerConnection) and runs the
+// in-process auth.Authority with them. It is the monitor's Login in the
+// separated mode and the Authority of the in-process mode.
+type login struct {
+	cfg           *settings
+	sessionID     []byte
+	local, remote net.Addr
+	inner         auth.Authority
+	conn          *connection.Config
+}
+
+func newLogin(cfg *settings, sessionID []byte, local, remote net.Addr) *login {
+	return &login{cfg: cfg, sessionID: sessionID, local: local, remote: remote, conn: cfg.Conn}
+}
+
+var errLoginBegun = errors.New("sshd: authentication already begun")
+
+func (l *login) Begin(ctx context.Context, user, service string) (string, error) {
+	if l.inner != nil {
+		return "", errLoginBegun
+	}
+	ac, err := l.settingsFor(user)
+	if err != nil {
+		return "", err
+	}
+	if l.inner, err = auth.NewAuthority(ac, l.sessionID, l.remote); err != nil {
+		return "", err
+	}
+	return l.inner.Begin(ctx, user, service)
+}
+
+// settingsFor evaluates Config.PerConnection for user.
+func (l *login) settingsFor(user string) (*auth.Config, error) {
+	ac := l.cfg.Auth
+	if l.cfg.PerConnection == nil {
+		return ac, nil
+	}
+	cs, err := l.cfg.PerConnection(ConnInfo{User: user, Remote: addrPort(l.remote), Local: addrPort(l.local)})
+	if err != nil {
+		return nil, err
+	}
+	if cs != nil && cs.Auth != nil {
+		ac = l.cfg.authDefaults(cs.Auth)
+	}
+	if cs != nil && cs.Conn != nil {
+		l.conn = connConfig(cs.Conn, l.cfg.log)
+	}
+	return ac, nil
+}
+
+func (l *login) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, error) {
+	if l.inner == nil {
+		return nil, errors.New("sshd: Decide before Begin")
+	}
+	return l.inner.Decide(ctx, req)
+}
+
+// Settings returns the connection layer's settings fixed by Begin.
+func (l *login) Settings() *connection.Config { return l.conn }
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if a == nil {
+		return netip.AddrPort{}
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

@@ -1,0 +1,379 @@
+package monitor
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/offload/offload/sshd/ipc"
+)
+
+// Timeouts of a child's life.
+const (
+	readyTimeout   = 15 * time.Second // from exec to the child's Ready
+	endTimeout     = 5 * time.Second  // from "end" to a kill
+	maxInFlight    = 256              // requests of one child served at once
+	respawnBackoff = time.Second
+	maxStderrLine  = 4 << 10
+)
+
+// child is a pre-auth worker or post-auth process.
+type child struct {
+	m     *Monitor
+	role  string
+	name  string // for ps and logs: "offload-sshd: pre-auth 1", "offload-sshd: alice"
+	key   string // post-auth: its key in Monitor.post
+	slot  int    // pre-auth: its index in Monitor.workers
+	user  string // post-auth: the account it runs as
+	cmd   *exec.Cmd
+	peer  *ipc.Peer
+	conns map[uint64]*mconn // guarded by m.mu
+
+	sem       chan struct{}
+	started   chan struct{} // closed once the child is ready or failed to start
+	startErr  error
+	readyOnce sync.Once
+	ready     chan struct{}
+	ending    bool // guarded by m.mu: told to end, or ended
+	idle      *time.Timer
+	exited    chan struct{} // closed when the process has been reaped
+}
+
+func newChild(m *Monitor, role, name string) *child {
+	return &child{m: m, role: role, name: name, conns: map[uint64]*mconn{},
+		sem: make(chan struct{}, maxInFlight), started: make(chan struct{}), ready: make(chan struct{}),
+		exited: make(chan struct{})}
+}
+
+func (c *child) alive() bool {
+	select {
+	case <-c.started:
+		return c.startErr == nil && !c.ending
+	default:
+		return false
+	}
+}
+
+// launch starts the child's process as cred (nil: the monitor's identity),
+// sends it cfg and waits until it is ready.
+func (c *child) launch(cred *syscall.Credential, cfg *ipc.ChildConfig, env []string) error {
+	err := c.start(cred, cfg, env)
+	if err == nil {
+		err = c.waitReady()
+	}
+	c.startErr = err
+	close(c.started)
+	if err != nil && c.cmd != nil && c.cmd.Process != nil {
+		c.cmd.Process.Kill()
+	}
+	return err
+}
+
+func (c *child) start(cred *syscall.Credential, cfg *ipc.ChildConfig, env []string) error {
+	parent, sock, err := ipc.Pair()
+	if err != nil {
+		return err
+	}
+	defer sock.Close()
+	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: []*os.File{sock},
+		Env:         append([]string{ipc.RoleEnv + "=" + c.role}, env...),
+		SysProcAttr: &syscall.SysProcAttr{Credential: cred, Setsid: true}}
+	if c.role == ipc.RolePreauth {
+		c.cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	stderr, err := c.cmd.StderrPipe()
+	if err != nil {
+		parent.Close()
+		return fmt.Errorf("monitor: %w", err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		parent.Close()
+		return fmt.Errorf("monitor: starting %s: %w", c.name, err)
+	}
+	c.m.kids.Add(1)
+	go c.relayStderr(stderr)
+	if c.peer, err = ipc.NewPeer(parent, c.handle); err != nil {
+		c.cmd.Process.Kill()
+		go c.reap()
+		return err
+	}
+	go c.reap()
+	go c.peer.Run()
+	b, err := cfg.Marshal()
+	if err == nil {
+		err = c.peer.Notify(ipc.TypeConfig, b)
+	}
+	return err
+}
+
+func (c *child) waitReady() error {
+	t := time.NewTimer(readyTimeout)
+	defer t.Stop()
+	select {
+	case <-c.ready:
+		return nil
+	case <-c.peer.Done():
+		return fmt.Errorf("monitor: %s ended before it was ready: %w", c.name, c.peer.Err())
+	case <-t.C:
+		return fmt.Errorf("monitor: %s not ready within %v", c.name, readyTimeout)
+	}
+}
+
+// relayStderr logs what the child writes to its standard error (a Go
+// runtime crash report, say), line by line and bounded.
+func (c *child) relayStderr(r io.Reader) {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 1024), maxStderrLine)
+	for s.Scan() {
+		c.m.log.Warn("monitor: child output", "proc", c.name, "line", s.Text())
+	}
+	io.Copy(io.Discard, r) // after an over-long line
+}
+
+// reap waits for the process to exit, then ends what it served.
+func (c *child) reap() {
+	defer c.m.kids.Done()
+	err := c.cmd.Wait()
+	close(c.exited)
+	if c.peer != nil {
+		c.peer.Close()
+	}
+	c.m.childDied(c, err)
+}
+
+// end tells the child to finish: a post-auth process closes its
+// connections and exits, a worker exits when its socket closes. A child
+// that does not go is killed.
+func (c *child) end(reason string) {
+	c.m.mu.Lock()
+	c.ending = true
+	c.m.mu.Unlock()
+	<-c.started
+	if c.peer == nil {
+		return
+	}
+	if c.role == ipc.RolePostauth {
+		c.peer.Notify(ipc.TypeCloseConn, (&ipc.CloseConn{ConnID: 0, Reason: reason}).Marshal())
+	} else {
+		c.peer.Close()
+	}
+	go func() {
+		t := time.NewTimer(endTimeout)
+		defer t.Stop()
+		select {
+		case <-c.exited:
+		case <-t.C:
+			c.cmd.Process.Kill()
+		}
+	}()
+}
+
+// handle takes a message from the child. Children never send
+// descriptors; requests are served on goroutines, at most maxInFlight at
+// a time.
+func (c *child) handle(msg *ipc.Message) {
+	if len(msg.Files) > 0 {
+		for _, f := range msg.Files {
+			f.Close()
+		}
+		c.violation(fmt.Errorf("%v message carried a descriptor", msg.Type))
+		return
+	}
+	switch msg.Type {
+	case ipc.TypeReady:
+		c.readyOnce.Do(func() { close(c.ready) })
+	case ipc.TypeLog:
+		if l, err := ipc.ParseLog(msg.Payload); err == nil {
+			ipc.Relay(c.m.log, c.name, l)
+		}
+	case ipc.TypeConnDone:
+		c.connDone(msg.Payload)
+	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeHandoff:
+		c.request(msg)
+	default:
+		c.violation(fmt.Errorf("unexpected %v message", msg.Type))
+	}
+}
+
+// violation ends a child that broke the protocol: it is less privileged
+// and not to be argued with.
+func (c *child) violation(err error) {
+	c.m.log.Error("monitor: child broke the protocol; stopping it", "proc", c.name, "err", err)
+	c.peer.Close()
+	if c.cmd.Process != nil {
+		c.cmd.Process.Kill()
+	}
+}
+
+func (c *child) connDone(p []byte) {
+	d, err := ipc.ParseConnDone(p)
+	if err != nil {
+		c.violation(err)
+		return
+	}
+	conn := c.m.connOf(c, d.ConnID)
+	if conn == nil {
+		return // ended by the monitor already
+	}
+	var cause error
+	if d.Err != "" {
+		cause = errors.New(d.Err)
+	}
+	c.m.finish(conn, d.Outcome, cause)
+}
+
+func (c *child) request(msg *ipc.Message) {
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.peer.Reply(msg, nil, errors.New("monitor busy"))
+		return
+	}
+	go func() {
+		defer func() { <-c.sem }()
+		out, err := c.m.serve(c, msg)
+		c.peer.Reply(msg, out, err)
+	}()
+}
+
+// connOf returns connection id if it belongs to c.
+func (m *Monitor) connOf(c *child, id uint64) *mconn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conn := m.conns[id]
+	if conn == nil || conn.owner != c {
+		return nil
+	}
+	return conn
+}
+
+// childDied ends the connections of a child that exited and starts a
+// worker again in its place.
+func (m *Monitor) childDied(c *child, err error) {
+	m.mu.Lock()
+	var conns []*mconn
+	for _, conn := range c.conns {
+		conns = append(conns, conn)
+	}
+	wasEnding, closing := c.ending, m.closing
+	c.ending = true
+	if c.role == ipc.RolePostauth && m.post[c.key] == c {
+		delete(m.post, c.key)
+	}
+	m.mu.Unlock()
+	out := ipc.OutcomeCrash
+	if wasEnding {
+		out = ipc.OutcomeClosed
+	} else {
+		m.log.Error("monitor: child process ended unexpectedly", "proc", c.name, "err", err, "connections", len(conns))
+	}
+	for _, conn := range conns {
+		m.finish(conn, out, err)
+	}
+	if c.role == ipc.RolePreauth && !closing {
+		go m.respawn(c.slot)
+	}
+}
+
+// respawn starts worker slot again, after a pause so that a worker that
+// cannot start does not spin.
+func (m *Monitor) respawn(slot int) {
+	select {
+	case <-time.After(respawnBackoff):
+	case <-m.ctx.Done():
+		return
+	}
+	w, err := m.startWorker(slot)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil || m.closing {
+		if err != nil {
+			m.log.Error("monitor: restarting a pre-auth worker failed", "slot", slot, "err", err)
+			go m.respawn(slot)
+		} else {
+			go w.end("shutting down")
+		}
+		return
+	}
+	m.workers[slot] = w
+}
+
+// startWorker starts pre-auth worker slot.
+func (m *Monitor) startWorker(slot int) (*child, error) {
+	w := newChild(m, ipc.RolePreauth, "offload-sshd: pre-auth worker "+strconv.Itoa(slot+1))
+	w.slot = slot
+	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel,
+		LoginGraceTime: m.cfg.LoginGraceTime, MaxRequests: m.cfg.MaxRequests}
+	return w, w.launch(m.wcred, cfg, nil)
+}
+
+// workerCredential is the identity of the pre-auth workers: an
+// unprivileged account when the monitor is root, the monitor's own
+// otherwise.
+func workerCredential(name string, root bool) (*syscall.Credential, error) {
+	if !root {
+		return nil, nil
+	}
+	u, err := lookupWorkerUser(name)
+	if err != nil {
+		return nil, err
+	}
+	return credentialOf(u, false)
+}
+
+func lookupWorkerUser(name string) (*user.User, error) {
+	if name != "" {
+		u, err := user.Lookup(name)
+		if err != nil {
+			return nil, fmt.Errorf("monitor: pre-auth user: %w", err)
+		}
+		return u, nil
+	}
+	for _, n := range []string{"sshd", "nobody"} {
+		if u, err := user.Lookup(n); err == nil {
+			return u, nil
+		}
+	}
+	return nil, errors.New(`monitor: no pre-auth user: neither "sshd" nor "nobody" exists`)
+}
+
+// credentialOf returns u's uid and gid, and with groups its supplementary
+// groups (none otherwise). Root (uid 0) is refused for workers.
+func credentialOf(u *user.User, groups bool) (*syscall.Credential, error) {
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("monitor: account %s: %w", u.Username, err)
+	}
+	if !groups && uid == 0 {
+		return nil, fmt.Errorf("monitor: pre-auth user %s is root", u.Username)
+	}
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	if groups {
+		ids, err := u.GroupIds()
+		if err != nil {
+			return nil, fmt.Errorf("monitor: groups of %s: %w", u.Username, err)
+		}
+		for _, g := range ids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				cred.Groups = append(cred.Groups, uint32(n))
+			}
+		}
+	}
+	return cred, nil
+}
+
+func (m *Monitor) workerUserName() string {
+	if m.wcred == nil {
+		return strconv.Itoa(os.Geteuid()) + " (the server's own)"
+	}
+	return strconv.Itoa(int(m.wcred.Uid))
+}

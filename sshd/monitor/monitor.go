@@ -1,0 +1,403 @@
+// Package monitor is the privileged side of offload sshd's process model:
+// it holds the host keys (and with them the PKCS #11 module), the
+// configuration and the account policy, starts and watches the pre-auth
+// workers and the post-auth processes, and answers their few requests.
+//
+// # What it answers
+//
+// A pre-auth worker may ask to sign the exchange hash of one of its
+// connections with a host key (rate-limited per connection and per source
+// address), to begin and decide the authentication of a connection (the
+// monitor's own auth.Authority verifies every signature over the session
+// identifier it knows: the first exchange hash it signed for that
+// connection), and to hand an authenticated connection over. A post-auth
+// process may ask for re-exchange signatures for its connections. Every
+// request names a connection, which must belong to the asking process and
+// be in the right phase; anything else is refused.
+//
+// # Sockets
+//
+// The monitor keeps its own copy of each connection's socket until the
+// hand-over and passes that copy, not the worker's, to the post-auth
+// process: a worker cannot substitute another socket. It ends a
+// connection that overstays LoginGraceTime itself, whatever its worker
+// does.
+//
+// # Processes
+//
+// Pre-auth workers (Config.Workers, about one per core) serve many
+// connections each; one that dies ends only its connections and is
+// started again. Post-auth processes run one per user (or one per
+// connection, Config.PerConnection) as that user, and end when they have
+// had no connection for Config.Linger.
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/transport"
+)
+
+// Login is the authentication of one connection as the monitor runs it:
+// an auth.Authority, and once Begin has fixed the user (and with it the
+// Match blocks that apply), the connection layer's settings.
+type Login interface {
+	auth.Authority
+	// Settings returns the connection settings for the login, valid once
+	// Begin has succeeded.
+	Settings() *connection.Config
+}
+
+// Config configures a Monitor.
+type Config struct {
+	// Executable is the program started for children; it must run
+	// sshd.RunChild first thing in main (default: this program, as
+	// /proc/self/exe).
+	Executable string
+	// Workers is the number of pre-auth workers (0: the number of CPUs).
+	Workers int
+	// WorkerUser is the unprivileged account of the pre-auth workers when
+	// the monitor runs as root ("" : "sshd" where it exists, else "nobody").
+	WorkerUser string
+	// HostKeys signs for the host keys HostPublicKeys names.
+	HostKeys       transport.HostKeySigner
+	HostPublicKeys []ssh.PublicKey
+	// Transport is what the children need to run the transport; its
+	// HostPublicKeys are filled in from HostPublicKeys.
+	Transport ipc.TransportConfig
+	// LoginGraceTime bounds the time to authenticate (0: no bound).
+	LoginGraceTime time.Duration
+	// MaxRequests bounds the userauth requests of a connection.
+	MaxRequests int
+	// NewLogin makes the Login of a connection once its first key
+	// exchange is done: sessionID is the exchange hash the monitor signed.
+	NewLogin func(sessionID []byte, local, remote net.Addr) (Login, error)
+	// PerConnection runs one post-auth process per connection instead of
+	// one per user.
+	PerConnection bool
+	// Linger is how long a post-auth process with no connection left
+	// waits for a new one before it ends (0: DefaultLinger; negative:
+	// it ends at once).
+	Linger time.Duration
+	// Logger receives the monitor's lines and those its children send.
+	Logger   *slog.Logger
+	LogLevel slog.Level // the children's level
+}
+
+// DefaultLinger is the default Config.Linger.
+const DefaultLinger = 10 * time.Second
+
+// Errors of Admit.
+var (
+	ErrClosed   = errors.New("monitor: shutting down")
+	ErrNoSocket = errors.New("monitor: connection has no socket descriptor")
+)
+
+// Monitor is the privileged process's state.
+type Monitor struct {
+	cfg    Config
+	log    *slog.Logger
+	exe    string
+	wcred  *syscall.Credential // of the pre-auth workers; nil: the monitor's own
+	root   bool
+	linger time.Duration
+	nextID atomic.Uint64
+	rates  *rates
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	workers []*child
+	conns   map[uint64]*mconn
+	post    map[string]*child
+	closing bool
+	kids    sync.WaitGroup // child processes not yet reaped
+}
+
+// New checks cfg and starts the pre-auth workers.
+func New(cfg Config) (*Monitor, error) {
+	m, err := newMonitor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.Workers
+	if n <= 0 {
+		n = runtime.NumCPU()
+	}
+	for i := 0; i < n; i++ {
+		w, err := m.startWorker(i)
+		if err != nil {
+			m.Shutdown(context.Background())
+			return nil, err
+		}
+		m.workers = append(m.workers, w)
+	}
+	m.log.Info("monitor: pre-auth workers started", "workers", n, "user", m.workerUserName())
+	return m, nil
+}
+
+func newMonitor(cfg Config) (*Monitor, error) {
+	if cfg.HostKeys == nil || len(cfg.HostPublicKeys) == 0 || cfg.NewLogin == nil {
+		return nil, errors.New("monitor: HostKeys, HostPublicKeys and NewLogin are required")
+	}
+	m := &Monitor{cfg: cfg, log: cfg.Logger, exe: cfg.Executable, root: os.Geteuid() == 0,
+		conns: map[uint64]*mconn{}, post: map[string]*child{}, rates: newRates(), linger: cfg.Linger}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.linger == 0 {
+		m.linger = DefaultLinger
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	for _, k := range cfg.HostPublicKeys {
+		m.cfg.Transport.HostPublicKeys = append(m.cfg.Transport.HostPublicKeys, k.Marshal())
+	}
+	if m.exe == "" {
+		// The kernel resolves this link to the running program without
+		// walking its directories, so an unprivileged child can start it
+		// from a directory only root may enter, and an upgrade on disk
+		// does not mix versions.
+		m.exe = "/proc/self/exe"
+	}
+	var err error
+	m.wcred, err = workerCredential(cfg.WorkerUser, m.root)
+	return m, err
+}
+
+// phase of a connection.
+type phase int
+
+const (
+	phasePreauth phase = iota // with a worker, not yet authenticated
+	phaseAuthed               // authenticated, the worker is exporting it
+	phaseHanded               // with its post-auth process
+	phaseDone
+)
+
+// mconn is the monitor's record of one connection.
+type mconn struct {
+	id            uint64
+	file          *os.File // the monitor's copy of the socket, until the hand-over
+	local, remote net.Addr
+	owner         *child
+	phase         phase
+	sessionID     []byte
+	login         Login
+	user          string
+	perms         *perm.Permissions
+	settings      *connection.Config
+	signs         bucket
+	grace         *time.Timer
+	done          chan struct{}
+	preauthEnd    func() // called once when the connection leaves pre-auth
+	outcome       ipc.Outcome
+}
+
+// Admit takes a new connection: the monitor keeps a copy of its socket
+// and gives it to the least busy pre-auth worker. nc is closed (the
+// copies live on). preauthEnd is called once, when the connection is
+// authenticated or has ended. The returned channel is closed when the
+// connection has ended, wherever it was served.
+func (m *Monitor) Admit(nc net.Conn, preauthEnd func()) (<-chan struct{}, error) {
+	local, remote := nc.LocalAddr(), nc.RemoteAddr()
+	f, err := socketFile(nc)
+	nc.Close()
+	if err != nil {
+		return nil, err
+	}
+	c := &mconn{id: m.nextID.Add(1), file: f, local: local, remote: remote,
+		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket()}
+	w, err := m.register(c)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	msg := (&ipc.NewConn{ConnID: c.id, Local: c.local.String(), Remote: c.remote.String()}).Marshal()
+	if err := w.peer.Notify(ipc.TypeNewConn, msg, f); err != nil {
+		m.finish(c, ipc.OutcomeCrash, err)
+	}
+	return c.done, nil
+}
+
+func onceFunc(f func()) func() {
+	if f == nil {
+		return func() {}
+	}
+	return sync.OnceFunc(f)
+}
+
+// socketFile returns a copy of nc's descriptor.
+func socketFile(nc net.Conn) (*os.File, error) {
+	fc, ok := nc.(interface{ File() (*os.File, error) })
+	if !ok {
+		return nil, ErrNoSocket
+	}
+	f, err := fc.File()
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	return f, nil
+}
+
+// register records c with the least busy worker.
+func (m *Monitor) register(c *mconn) (*child, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return nil, ErrClosed
+	}
+	var best *child
+	for _, w := range m.workers {
+		if w.alive() && (best == nil || len(w.conns) < len(best.conns)) {
+			best = w
+		}
+	}
+	if best == nil {
+		return nil, errors.New("monitor: no pre-auth worker is running")
+	}
+	c.owner = best
+	best.conns[c.id] = c
+	m.conns[c.id] = c
+	if g := m.cfg.LoginGraceTime; g > 0 {
+		c.grace = time.AfterFunc(g, func() { m.graceExceeded(c) })
+	}
+	return best, nil
+}
+
+// graceExceeded ends a connection that has not authenticated in time: the
+// monitor shuts its own copy of the socket, so the worker cannot keep it.
+func (m *Monitor) graceExceeded(c *mconn) {
+	m.mu.Lock()
+	owner, ph := c.owner, c.phase
+	m.mu.Unlock()
+	if ph != phasePreauth && ph != phaseAuthed {
+		return
+	}
+	m.log.Info("monitor: LoginGraceTime exceeded", "conn", c.id, "remote", c.remote.String())
+	owner.peer.Notify(ipc.TypeCloseConn, (&ipc.CloseConn{ConnID: c.id, Reason: "login grace time exceeded"}).Marshal())
+	m.finish(c, ipc.OutcomeGrace, nil)
+}
+
+// finish ends the monitor's record of c (once).
+func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
+	m.mu.Lock()
+	if c.phase == phaseDone {
+		m.mu.Unlock()
+		return
+	}
+	c.phase, c.outcome = phaseDone, out
+	delete(m.conns, c.id)
+	owner := c.owner
+	if owner != nil {
+		delete(owner.conns, c.id)
+	}
+	m.mu.Unlock()
+	if c.file != nil {
+		syscall.Shutdown(int(c.file.Fd()), syscall.SHUT_RDWR)
+		c.file.Close()
+	}
+	if c.grace != nil {
+		c.grace.Stop()
+	}
+	c.preauthEnd()
+	if owner != nil && owner.role == ipc.RolePostauth {
+		m.maybeIdle(owner)
+	}
+	m.log.Debug("monitor: connection ended", "conn", c.id, "outcome", out.String(), "err", err)
+	close(c.done)
+}
+
+// Shutdown stops admitting, ends the connections still authenticating,
+// waits until ctx is done for authenticated ones to end, then tells every
+// post-auth process to close its connections, and waits for the children.
+func (m *Monitor) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closing = true
+	pre := m.connsIn(phasePreauth, phaseAuthed)
+	m.mu.Unlock()
+	for _, c := range pre {
+		m.finish(c, ipc.OutcomeClosed, ErrClosed)
+	}
+	err := m.waitConns(ctx)
+	m.mu.Lock()
+	kids := append([]*child(nil), m.workers...)
+	for _, p := range m.post {
+		kids = append(kids, p)
+	}
+	m.mu.Unlock()
+	for _, k := range kids {
+		k.end("server shutting down")
+	}
+	m.cancel()
+	m.kids.Wait()
+	return err
+}
+
+func (m *Monitor) connsIn(phases ...phase) []*mconn {
+	var out []*mconn
+	for _, c := range m.conns {
+		for _, p := range phases {
+			if c.phase == p {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// waitConns waits for every connection to end, until ctx is done.
+func (m *Monitor) waitConns(ctx context.Context) error {
+	for {
+		m.mu.Lock()
+		var c *mconn
+		for _, x := range m.conns {
+			c = x
+			break
+		}
+		m.mu.Unlock()
+		if c == nil {
+			return nil
+		}
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Stats are counts for logs and metrics.
+type Stats struct {
+	Workers, PostAuth, Preauth, Authenticated int
+}
+
+// Stats returns the current counts.
+func (m *Monitor) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Stats{Workers: len(m.workers), PostAuth: len(m.post)}
+	for _, c := range m.conns {
+		if c.phase == phaseHanded {
+			s.Authenticated++
+		} else {
+			s.Preauth++
+		}
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/user"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/ipc"
+)
+
+// postEnv is the whole environment of a post-auth process: nothing of the
+// monitor's (which may hold a PIN) reaches it; sessions build their own.
+var postEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+
+// adopt gives conn to its post-auth process, starting one if needed.
+func (m *Monitor) adopt(conn *mconn, state []byte) error {
+	perms, err := json.Marshal(conn.perms)
+	if err != nil {
+		return fmt.Errorf("monitor: permissions: %w", err)
+	}
+	settings, err := settingsJSON(conn.settings)
+	if err != nil {
+		return err
+	}
+	p, err := m.postFor(conn)
+	if err != nil {
+		return err
+	}
+	msg := &ipc.Adopt{ConnID: conn.id, Local: conn.local.String(), Remote: conn.remote.String(),
+		Perms: perms, Settings: settings, State: state}
+	if err := p.peer.Notify(ipc.TypeAdopt, msg.Marshal(), conn.file); err != nil {
+		return err
+	}
+	m.handedOver(conn, p)
+	return nil
+}
+
+// settingsJSON encodes the connection settings for the post-auth process;
+// the logger stays here (the process logs through the monitor).
+func settingsJSON(c *connection.Config) ([]byte, error) {
+	var s connection.Config
+	if c != nil {
+		s = *c
+	}
+	s.Logger = nil
+	b, err := json.Marshal(&s)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: connection settings: %w", err)
+	}
+	return b, nil
+}
+
+// handedOver moves conn to post-auth process p: the monitor's copy of the
+// socket is closed and the worker's part is over.
+func (m *Monitor) handedOver(conn *mconn, p *child) {
+	m.mu.Lock()
+	if old := conn.owner; old != nil {
+		delete(old.conns, conn.id)
+	}
+	conn.owner, conn.phase = p, phaseHanded
+	f := conn.file
+	conn.file = nil
+	m.mu.Unlock()
+	f.Close()
+	if conn.grace != nil {
+		conn.grace.Stop()
+	}
+	conn.preauthEnd()
+}
+
+// postFor returns the running post-auth process for conn's user, or
+// starts one, with conn counted as its connection (so that it does not
+// end idle meanwhile).
+func (m *Monitor) postFor(conn *mconn) (*child, error) {
+	key := conn.user
+	if m.cfg.PerConnection {
+		key = "conn-" + strconv.FormatUint(conn.id, 10)
+	}
+	m.mu.Lock()
+	p := m.post[key]
+	fresh := p == nil || p.ending
+	if fresh {
+		p = newChild(m, ipc.RolePostauth, "offload-sshd: "+conn.user)
+		p.key, p.user = key, conn.user
+		m.post[key] = p
+	}
+	p.conns[conn.id] = conn
+	if p.idle != nil {
+		p.idle.Stop()
+	}
+	m.mu.Unlock()
+	if fresh {
+		go m.launchPost(p)
+	}
+	<-p.started
+	if p.startErr != nil {
+		m.mu.Lock()
+		delete(p.conns, conn.id)
+		m.mu.Unlock()
+		return nil, p.startErr
+	}
+	return p, nil
+}
+
+func (m *Monitor) launchPost(p *child) {
+	cred, err := m.postCredential(p.user)
+	if err != nil {
+		p.startErr = err
+		close(p.started)
+		m.dropPost(p)
+		return
+	}
+	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user}
+	if err := p.launch(cred, cfg, postEnv); err != nil {
+		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
+		m.dropPost(p)
+	}
+}
+
+func (m *Monitor) dropPost(p *child) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p.ending = true
+	if m.post[p.key] == p {
+		delete(m.post, p.key)
+	}
+}
+
+// postCredential is the identity of user's post-auth process: the user's
+// uid, gid and groups when the monitor is root, its own otherwise (it then
+// serves only its own user).
+func (m *Monitor) postCredential(name string) (*syscall.Credential, error) {
+	if !m.root {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: post-auth user: %w", err)
+	}
+	return credentialOf(u, true)
+}
+
+// maybeIdle starts the linger of a post-auth process left with no
+// connection; when it runs out, the process is told to end and the next
+// login of its user starts a new one.
+func (m *Monitor) maybeIdle(p *child) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(p.conns) > 0 || p.ending {
+		return
+	}
+	if p.idle != nil {
+		p.idle.Stop()
+	}
+	p.idle = time.AfterFunc(max(m.linger, 0), func() { m.idleExpired(p) })
+}
+
+func (m *Monitor) idleExpired(p *child) {
+	m.mu.Lock()
+	if len(p.conns) > 0 || p.ending || m.post[p.key] != p {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.post, p.key)
+	m.mu.Unlock()
+	p.end("idle")
+}

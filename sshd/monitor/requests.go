@@ -1,0 +1,209 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/transport"
+)
+
+// Refusals of requests.
+var (
+	errNotYours   = errors.New("monitor: no such connection for this process")
+	errWrongPhase = errors.New("monitor: request out of order for this connection")
+	errNoHostKey  = errors.New("monitor: not a host key of this server")
+	errHashSize   = errors.New("monitor: not the size of an exchange hash")
+	errRekeyRate  = errors.New("monitor: too many key re-exchanges")
+	errSessionID  = errors.New("monitor: state is not this connection's session")
+)
+
+// decideTimeout bounds one authentication decision (a keys command, PAM).
+const decideTimeout = 2 * time.Minute
+
+// serve answers one request of child c.
+func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
+	if c.role == ipc.RolePostauth && msg.Type != ipc.TypeSign {
+		return nil, fmt.Errorf("monitor: %v is not for a post-auth process", msg.Type)
+	}
+	switch msg.Type {
+	case ipc.TypeSign:
+		return m.sign(c, msg.Payload)
+	case ipc.TypeBegin:
+		return m.begin(c, msg.Payload)
+	case ipc.TypeDecide:
+		return m.decide(c, msg.Payload)
+	}
+	return m.handoff(c, msg.Payload)
+}
+
+// sign signs an exchange hash for a connection of c. The first hash
+// signed for a connection becomes its session identifier.
+func (m *Monitor) sign(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseSignRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := m.signable(c, req)
+	if err != nil {
+		m.log.Warn("monitor: signature refused", "proc", c.name, "conn", req.ConnID, "err", err)
+		return nil, err
+	}
+	sig, err := m.cfg.HostKeys.SignExchange(req.Alg, req.Pub, req.H)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if conn.sessionID == nil {
+		conn.sessionID = bytes.Clone(req.H)
+	}
+	m.mu.Unlock()
+	return sig, nil
+}
+
+// signable checks a signature request against the connection's record
+// and the limits.
+func (m *Monitor) signable(c *child, req *ipc.SignRequest) (*mconn, error) {
+	if n := len(req.H); n != 32 && n != 48 && n != 64 {
+		return nil, errHashSize
+	}
+	if !m.isHostKey(req.Alg, req.Pub) {
+		return nil, errNoHostKey
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conn := m.conns[req.ConnID]
+	switch {
+	case conn == nil || conn.owner != c:
+		return nil, errNotYours
+	case conn.phase == phaseAuthed || conn.phase == phaseDone:
+		return nil, errWrongPhase
+	case conn.sessionID == nil:
+		return conn, nil // the first exchange
+	}
+	if !m.rates.allowRekey(&conn.signs, conn.remote, time.Now()) {
+		return nil, errRekeyRate
+	}
+	return conn, nil
+}
+
+func (m *Monitor) isHostKey(alg string, pub []byte) bool {
+	for _, k := range m.cfg.HostPublicKeys {
+		if bytes.Equal(k.Marshal(), pub) {
+			return transport.HostKeyAlgorithmFits(alg, k)
+		}
+	}
+	return false
+}
+
+// preauthConn returns the connection of worker c, in pre-auth, with its
+// first key exchange done.
+func (m *Monitor) preauthConn(c *child, id uint64) (*mconn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conn := m.conns[id]
+	switch {
+	case conn == nil || conn.owner != c:
+		return nil, errNotYours
+	case conn.phase != phasePreauth || conn.sessionID == nil:
+		return nil, errWrongPhase
+	}
+	return conn, nil
+}
+
+// begin starts the authentication of a connection.
+func (m *Monitor) begin(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseBeginRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := m.preauthConn(c, req.ConnID)
+	if err != nil {
+		return nil, err
+	}
+	if conn.login != nil {
+		return nil, errWrongPhase
+	}
+	login, err := m.cfg.NewLogin(conn.sessionID, conn.local, conn.remote)
+	if err != nil {
+		return nil, err
+	}
+	conn.login, conn.user = login, req.User // only this request's goroutine touches login
+	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
+	defer cancel()
+	banner, err := login.Begin(ctx, req.User, req.Service)
+	if err != nil {
+		return nil, err
+	}
+	return (&ipc.BeginReply{Banner: banner}).Marshal(), nil
+}
+
+// decide decides one authentication request of a connection.
+func (m *Monitor) decide(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseDecideRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := m.preauthConn(c, req.ConnID)
+	if err != nil {
+		return nil, err
+	}
+	if conn.login == nil {
+		return nil, errWrongPhase
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
+	defer cancel()
+	d, err := conn.login.Decide(ctx, req.Req)
+	if err != nil {
+		return nil, err
+	}
+	if d.Verdict == auth.Success {
+		m.granted(conn, d)
+	}
+	return ipc.MarshalDecision(d), nil
+}
+
+// granted records a login: from now on the connection waits for its
+// hand-over and may not be signed for or decided about.
+func (m *Monitor) granted(conn *mconn, d *auth.Decision) {
+	settings := conn.login.Settings()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conn.perms, conn.settings, conn.phase = d.Perms, settings, phaseAuthed
+	conn.user = d.Perms.User
+	m.log.Info("monitor: authenticated", "conn", conn.id, "user", conn.user, "method", d.Perms.Method,
+		"key", d.Perms.KeyFingerprint, "remote", conn.remote.String())
+}
+
+// handoff passes an authenticated connection to its post-auth process:
+// the monitor's own copy of the socket, with the state the worker
+// exported once it is checked against the monitor's record.
+func (m *Monitor) handoff(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseHandoffRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	conn := m.conns[req.ConnID]
+	ok := conn != nil && conn.owner == c && conn.phase == phaseAuthed
+	m.mu.Unlock()
+	if !ok {
+		return nil, errWrongPhase
+	}
+	var st transport.State
+	if err := st.UnmarshalBinary(req.State); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(st.SessionID, conn.sessionID) {
+		return nil, errSessionID
+	}
+	if err := m.adopt(conn, req.State); err != nil {
+		m.finish(conn, ipc.OutcomeClosed, err)
+		return nil, err
+	}
+	return nil, nil
+}

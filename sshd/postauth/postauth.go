@@ -1,0 +1,232 @@
+// Package postauth is the post-auth process of offload sshd's process
+// model: it runs as the user (uid, gid, supplementary groups, the user's
+// limits), non-dumpable, and serves the connections the monitor hands it
+// after their authentication. One process serves every connection of a
+// user by default, so a host with one service user and thousands of
+// connections runs a handful of processes.
+//
+// # Hand-over
+//
+// Each connection arrives as its socket and the transport state the
+// pre-auth worker exported (keys, counters, sequence numbers, bytes read
+// ahead): the transport resumes where it stood and the client notices
+// nothing. Channels, sessions, SFTP, forwarding sockets and channel
+// buffers live here, so they are the user's: a forwarded socket is owned
+// by the user, the user's descriptor limit bounds them, and a crash ends
+// only this user's connections.
+//
+// # Re-keying
+//
+// The host keys stay with the monitor: a key re-exchange asks it for the
+// signature (ipc.Signer). When the monitor has gone away (a restart), the
+// connections go on until their next key exchange, which then fails.
+package postauth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+
+	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/sandbox"
+	"github.com/offload/offload/sshd/transport"
+)
+
+// Main runs a post-auth process on the monitor's socket until the monitor
+// tells it to end or, once the monitor has gone, until its last
+// connection ends. It returns the exit code.
+func Main() int {
+	rep, err := sandbox.EnterPostauth()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
+		return 1
+	}
+	child, err := ipc.OpenChild()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
+		return 1
+	}
+	p, err := newProcess(child)
+	if err != nil {
+		p.log.Error("post-auth: cannot start", "err", err)
+		return 1
+	}
+	p.log.Debug("post-auth: started", "user", child.Config.User, "sandbox", rep.String())
+	p.wait()
+	return 0
+}
+
+// process is the state of one post-auth process.
+type process struct {
+	peer *ipc.Peer
+	cfg  *ipc.ChildConfig
+	tr   *transport.Server
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled when told to end
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[uint64]*transport.Conn
+	end    chan struct{} // closed when told to end
+	once   sync.Once
+}
+
+func newProcess(child *ipc.Child) (*process, error) {
+	cfg := child.Config
+	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
+		conns: map[uint64]*transport.Conn{}, end: make(chan struct{})}
+	tc, _, err := cfg.Transport.Build(log)
+	if err != nil {
+		return p, err
+	}
+	if p.tr, err = transport.NewServer(tc); err != nil {
+		return p, err
+	}
+	return p, child.Serve(p.handle)
+}
+
+// wait returns when told to end (after the connections are closed), or
+// when the monitor is gone and the last connection has ended.
+func (p *process) wait() {
+	select {
+	case <-p.end:
+		p.cancel()
+	case <-p.peer.Done():
+	}
+	p.wg.Wait()
+}
+
+func (p *process) handle(m *ipc.Message) {
+	switch m.Type {
+	case ipc.TypeAdopt:
+		p.adopt(m)
+	case ipc.TypeCloseConn:
+		closeFiles(m.Files)
+		if cc, err := ipc.ParseCloseConn(m.Payload); err == nil {
+			p.closeConn(cc)
+		}
+	default:
+		closeFiles(m.Files)
+		p.log.Warn("post-auth: unexpected message from the monitor", "type", m.Type.String())
+	}
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// closeConn ends one connection, or with ConnID 0 all of them and the
+// process.
+func (p *process) closeConn(cc *ipc.CloseConn) {
+	if cc.ConnID == 0 {
+		p.once.Do(func() { close(p.end) })
+		return
+	}
+	p.mu.Lock()
+	c := p.conns[cc.ConnID]
+	p.mu.Unlock()
+	if c != nil {
+		c.Disconnect(11, cc.Reason) // SSH_DISCONNECT_BY_APPLICATION
+	}
+}
+
+// adopt resumes a handed-over connection and serves it.
+func (p *process) adopt(m *ipc.Message) {
+	a, err := ipc.ParseAdopt(m.Payload)
+	if err != nil || len(m.Files) != 1 {
+		closeFiles(m.Files)
+		p.log.Error("post-auth: bad adopt message", "err", err, "files", len(m.Files))
+		return
+	}
+	nc, err := net.FileConn(m.Files[0])
+	m.Files[0].Close()
+	if err != nil {
+		p.done(a.ConnID, err)
+		return
+	}
+	p.wg.Add(1)
+	go p.serve(a, nc)
+}
+
+// serve runs the connection protocol on an adopted connection; a panic
+// ends only it.
+func (p *process) serve(a *ipc.Adopt, nc net.Conn) {
+	defer p.wg.Done()
+	log := p.log.With("conn", a.ConnID, "remote", a.Remote)
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("post-auth: panic serving connection", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			nc.Close()
+			err = fmt.Errorf("panic: %v", r)
+		}
+		p.done(a.ConnID, err)
+	}()
+	err = p.run(a, nc, log)
+}
+
+func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
+	perms, cfg, st, err := decodeAdopt(a)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	cfg.Logger = log
+	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: &ipc.Signer{Peer: p.peer, ConnID: a.ConnID}})
+	if err != nil {
+		return err
+	}
+	p.track(a.ConnID, tc)
+	defer p.untrack(a.ConnID)
+	ctx := connection.WithAddrs(p.ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
+	return connection.Serve(ctx, tc, perms, connection.ForClient(cfg, tc.ClientVersion()))
+}
+
+func decodeAdopt(a *ipc.Adopt) (*perm.Permissions, *connection.Config, *transport.State, error) {
+	var perms perm.Permissions
+	if err := json.Unmarshal(a.Perms, &perms); err != nil {
+		return nil, nil, nil, fmt.Errorf("post-auth: permissions: %w", err)
+	}
+	var cfg connection.Config
+	if err := json.Unmarshal(a.Settings, &cfg); err != nil {
+		return nil, nil, nil, fmt.Errorf("post-auth: settings: %w", err)
+	}
+	var st transport.State
+	if err := st.UnmarshalBinary(a.State); err != nil {
+		return nil, nil, nil, err
+	}
+	return &perms, &cfg, &st, nil
+}
+
+func (p *process) track(id uint64, c *transport.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conns[id] = c
+}
+
+func (p *process) untrack(id uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, id)
+}
+
+// done tells the monitor a connection has ended.
+func (p *process) done(id uint64, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	p.peer.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: id, Outcome: ipc.OutcomeClosed, Err: msg}).Marshal())
+}

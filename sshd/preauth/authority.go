@@ -1,0 +1,48 @@
+package preauth
+
+import (
+	"context"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/perm"
+)
+
+// authority is the worker's auth.Authority: every decision is the
+// monitor's. A Success carries placeholder permissions: the real ones
+// stay with the monitor, which gives them to the post-auth process.
+type authority struct {
+	peer   *ipc.Peer
+	id     uint64
+	failed bool // a request was refused: the connection ends as authfail
+}
+
+func (a *authority) Begin(ctx context.Context, user, service string) (string, error) {
+	b, err := a.peer.Call(ctx, ipc.TypeBegin, (&ipc.BeginRequest{ConnID: a.id, User: user, Service: service}).Marshal())
+	if err != nil {
+		return "", err
+	}
+	r, err := ipc.ParseBeginReply(b)
+	if err != nil {
+		return "", err
+	}
+	return r.Banner, nil
+}
+
+func (a *authority) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, error) {
+	b, err := a.peer.Call(ctx, ipc.TypeDecide, (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal())
+	if err != nil {
+		return nil, err
+	}
+	d, err := ipc.ParseDecision(b)
+	if err != nil {
+		return nil, err
+	}
+	switch d.Verdict {
+	case auth.Success:
+		d.Perms = &perm.Permissions{User: req.User, Method: req.Method}
+	case auth.Failure:
+		a.failed = a.failed || req.Method != "none"
+	}
+	return d, nil
+}

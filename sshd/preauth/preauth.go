@@ -1,0 +1,230 @@
+// Package preauth is the pre-auth worker of offload sshd's process model:
+// an unprivileged, sandboxed process that serves many connections up to
+// their authentication. For each connection the monitor sends it, it runs
+// the version exchange, the key exchange, the packet layer and the
+// conversation of user authentication. It holds no host key and decides
+// nothing: it asks the monitor to sign exchange hashes (ipc.Signer) and to
+// decide each authentication request (an auth.Authority that calls the
+// monitor). Once the monitor has granted a login, the worker exports the
+// connection's transport state and hands it back, and forgets it.
+//
+// # Sandbox
+//
+// After reading its configuration the worker enters sandbox.EnterPreauth:
+// from then on it cannot open a file, create a socket, execute a program
+// or start a process. A crash ends only the connections it holds.
+package preauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/sandbox"
+	"github.com/offload/offload/sshd/transport"
+)
+
+// Main runs a pre-auth worker on the monitor's socket (inherited, see
+// ipc.OpenChild) until the monitor goes away, and returns the exit code.
+func Main() int {
+	child, err := ipc.OpenChild()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "offload sshd pre-auth:", err)
+		return 1
+	}
+	w, err := newWorker(child)
+	if err != nil {
+		w.log.Error("pre-auth worker: cannot start", "err", err)
+		return 1
+	}
+	<-child.Peer.Done()
+	w.closeAll()
+	return 0
+}
+
+// worker is the state of one pre-auth process.
+type worker struct {
+	peer *ipc.Peer
+	cfg  *ipc.ChildConfig
+	tr   *transport.Server
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	conns map[uint64]net.Conn
+}
+
+func newWorker(child *ipc.Child) (*worker, error) {
+	cfg := child.Config
+	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel))
+	w := &worker{peer: child.Peer, cfg: cfg, log: log, conns: map[uint64]net.Conn{}}
+	tc, _, err := cfg.Transport.Build(log)
+	if err != nil {
+		return w, err
+	}
+	if w.tr, err = transport.NewServer(tc); err != nil {
+		return w, err
+	}
+	rep, err := sandbox.EnterPreauth()
+	if err != nil {
+		return w, err
+	}
+	if len(rep.Missing) > 0 {
+		log.Warn("pre-auth worker: sandbox incomplete", "sandbox", rep.String())
+	} else {
+		log.Debug("pre-auth worker: sandboxed", "sandbox", rep.String())
+	}
+	return w, child.Serve(w.handle)
+}
+
+// handle takes the monitor's messages: new connections and closings.
+func (w *worker) handle(m *ipc.Message) {
+	switch m.Type {
+	case ipc.TypeNewConn:
+		w.newConn(m)
+	case ipc.TypeCloseConn:
+		if cc, err := ipc.ParseCloseConn(m.Payload); err == nil {
+			w.closeConn(cc.ConnID)
+		}
+		closeFiles(m.Files)
+	default:
+		closeFiles(m.Files)
+		w.log.Warn("pre-auth worker: unexpected message from the monitor", "type", m.Type.String())
+	}
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func (w *worker) newConn(m *ipc.Message) {
+	nc, err := ipc.ParseNewConn(m.Payload)
+	if err != nil || len(m.Files) != 1 {
+		closeFiles(m.Files)
+		w.log.Error("pre-auth worker: bad new-conn message", "err", err, "files", len(m.Files))
+		return
+	}
+	c, err := net.FileConn(m.Files[0])
+	m.Files[0].Close()
+	if err != nil {
+		w.done(nc.ConnID, ipc.OutcomeClosed, err)
+		return
+	}
+	w.mu.Lock()
+	w.conns[nc.ConnID] = c
+	w.mu.Unlock()
+	go w.serve(nc.ConnID, c)
+}
+
+func (w *worker) closeConn(id uint64) {
+	w.mu.Lock()
+	c := w.conns[id]
+	w.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+func (w *worker) closeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.conns {
+		c.Close()
+	}
+}
+
+// serve runs one connection up to its hand-over; a panic ends only it.
+func (w *worker) serve(id uint64, nc net.Conn) {
+	log := w.log.With("conn", id, "remote", nc.RemoteAddr().String())
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("pre-auth worker: panic serving connection", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			nc.Close()
+			w.done(id, ipc.OutcomeProtocol, fmt.Errorf("panic: %v", r))
+		}
+		w.mu.Lock()
+		delete(w.conns, id)
+		w.mu.Unlock()
+	}()
+	out, err := w.run(id, nc, log)
+	if out != ipc.OutcomeHandedOver {
+		nc.Close()
+		w.done(id, out, err)
+	}
+}
+
+// run authenticates the connection and hands it over; it returns how the
+// connection ended here.
+func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger) (ipc.Outcome, error) {
+	if g := w.cfg.LoginGraceTime; g > 0 {
+		nc.SetDeadline(time.Now().Add(g))
+	}
+	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: &ipc.Signer{Peer: w.peer, ConnID: id}})
+	if err != nil {
+		return outcomeOf(err, ipc.OutcomeNoAuth), err
+	}
+	a := &authority{peer: w.peer, id: id}
+	opts := &auth.ServeOptions{MaxRequests: w.cfg.MaxRequests, Logger: log, Remote: nc.RemoteAddr()}
+	if _, err := auth.Serve(context.Background(), tc, a, opts); err != nil {
+		tc.Close()
+		if a.failed {
+			return outcomeOf(err, ipc.OutcomeAuthFail), err
+		}
+		return outcomeOf(err, ipc.OutcomeNoAuth), err
+	}
+	nc.SetDeadline(time.Time{})
+	return w.handOver(id, tc)
+}
+
+// handOver exports the authenticated connection to the monitor.
+func (w *worker) handOver(id uint64, tc *transport.Conn) (ipc.Outcome, error) {
+	st, err := tc.Export()
+	if err != nil {
+		tc.Close()
+		return ipc.OutcomeClosed, err
+	}
+	b, err := st.MarshalBinary()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), ipc.SignTimeout)
+		_, err = w.peer.Call(ctx, ipc.TypeHandoff, (&ipc.HandoffRequest{ConnID: id, State: b}).Marshal())
+		cancel()
+	}
+	if err != nil {
+		return ipc.OutcomeClosed, fmt.Errorf("pre-auth worker: hand-over: %w", err)
+	}
+	return ipc.OutcomeHandedOver, nil
+}
+
+// outcomeOf classifies err: a deadline is LoginGraceTime, a protocol
+// error the client's fault; otherwise def.
+func outcomeOf(err error, def ipc.Outcome) ipc.Outcome {
+	var ne net.Error
+	var de *transport.DisconnectError
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return ipc.OutcomeGrace
+	case errors.As(err, &de) && !de.FromPeer && de.Reason != 0 && de.Reason != connectionLost:
+		return ipc.OutcomeProtocol
+	}
+	return def
+}
+
+const connectionLost = 10 // SSH_DISCONNECT_CONNECTION_LOST
+
+// done tells the monitor a connection ended here.
+func (w *worker) done(id uint64, out ipc.Outcome, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	w.peer.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: id, Outcome: out, Err: msg}).Marshal())
+}

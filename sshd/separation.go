@@ -1,0 +1,113 @@
+package sshd
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/monitor"
+	"github.com/offload/offload/sshd/postauth"
+	"github.com/offload/offload/sshd/preauth"
+	"github.com/offload/offload/sshd/transport"
+)
+
+// Separation configures the separated process model (privilege
+// separation). The zero value is useful.
+type Separation struct {
+	// Executable is the program started for the server's child processes
+	// (default: this program). It must call RunChild first thing in main.
+	Executable string
+	// Workers is the number of pre-auth worker processes (0: one per CPU).
+	Workers int
+	// User is the unprivileged account of the pre-auth workers when the
+	// server runs as root ("": "sshd" where it exists, else "nobody").
+	User string
+	// PerConnection runs one post-auth process per connection instead of
+	// one per user.
+	PerConnection bool
+	// Linger is how long a user's post-auth process waits for another
+	// connection after its last one ends (0: monitor.DefaultLinger;
+	// negative: it ends at once).
+	Linger time.Duration
+	// LogLevel is the children's log level (their lines go through
+	// Config.Logger).
+	LogLevel slog.Level
+}
+
+// RunChild runs this process as a child of a separated Server when the
+// Server started it as one, and then exits; otherwise it returns at once.
+// A program whose Server uses Separation calls it first thing in main,
+// before anything else is set up: the child re-executes the program.
+func RunChild() {
+	switch os.Getenv(ipc.RoleEnv) {
+	case ipc.RolePreauth:
+		os.Exit(preauth.Main())
+	case ipc.RolePostauth:
+		os.Exit(postauth.Main())
+	}
+}
+
+// newMonitor starts the monitor of a separated server: the host keys stay
+// in this process, the children get the public keys and the algorithm
+// offer the in-process transport server settled on.
+func newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
+	signer, pubs, err := transport.NewHostKeySigner(st.HostKeys, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sshd: %w", err)
+	}
+	kex, hostKeys, ciphers, macs := tr.Offer()
+	pins, away := ipc.ChildPins(st.Registry)
+	if len(away) > 0 {
+		st.log.Warn("sshd: these primitives are served by providers only this process has; the pre-auth and post-auth processes use the software and CPU providers for them",
+			"primitives", away)
+	}
+	sep := st.Separation
+	return monitor.New(monitor.Config{
+		Executable: sep.Executable, Workers: sep.Workers, WorkerUser: sep.User,
+		HostKeys: signer, HostPublicKeys: pubs,
+		Transport: ipc.TransportConfig{
+			Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
+			ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
+			RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
+			Mode: st.Registry.Policy().Mode.String(), Pins: pins,
+		},
+		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
+		NewLogin: func(sessionID []byte, local, remote net.Addr) (monitor.Login, error) {
+			return newLogin(st, sessionID, local, remote), nil
+		},
+		PerConnection: sep.PerConnection, Linger: sep.Linger,
+		Logger: st.log, LogLevel: sep.LogLevel,
+	})
+}
+
+// maxRequests bounds the userauth requests of a connection: ten times
+// MaxAuthTries.
+func maxRequests(a *auth.Config) int {
+	n := auth.DefaultMaxAuthTries
+	if a != nil && a.MaxAuthTries > 0 {
+		n = a.MaxAuthTries
+	}
+	return 10 * n
+}
+
+// serveSeparated hands nc to the monitor and waits for the connection to
+// end, holding a MaxStartups slot until it is authenticated.
+func (s *Server) serveSeparated(nc net.Conn) {
+	release, ok := s.startup()
+	if !ok {
+		s.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", s.cfg.MaxStartups, "remote", remoteString(nc))
+		nc.Close()
+		return
+	}
+	done, err := s.mon.Admit(nc, release)
+	if err != nil {
+		release()
+		s.log.Warn("sshd: connection not admitted", "remote", remoteString(nc), "err", err)
+		return
+	}
+	<-done
+}

@@ -1,0 +1,108 @@
+package sshd
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/auth"
+)
+
+func TestMain(m *testing.M) {
+	RunChild() // the separated servers of these tests start this binary again as their children
+	os.Exit(m.Run())
+}
+
+// separatedFixture is a separated server for the running user, with one
+// client key authorized.
+type separatedFixture struct {
+	srv    *Server
+	addr   string
+	logs   *logBuffer
+	client ssh.Signer
+	user   string
+}
+
+func newSeparated(t *testing.T, sep *Separation) *separatedFixture {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromSigner(priv)
+	dir := t.TempDir()
+	ak := filepath.Join(dir, "authorized_keys")
+	os.WriteFile(ak, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600)
+	cfg := &Config{Separation: sep, Auth: &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true}}
+	srv, addr, logs, _ := startServer(t, cfg)
+	return &separatedFixture{srv: srv, addr: addr, logs: logs, client: signer, user: u.Username}
+}
+
+func (f *separatedFixture) dial(t *testing.T) *ssh.Client {
+	t.Helper()
+	cfg := &ssh.ClientConfig{User: f.user, Auth: []ssh.AuthMethod{ssh.PublicKeys(f.client)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second}
+	c, err := ssh.Dial("tcp", f.addr, cfg)
+	if err != nil {
+		t.Fatalf("dial: %v\nserver log:\n%s", err, f.logs.String())
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func run(t *testing.T, c *ssh.Client, cmd string, stdin []byte) string {
+	t.Helper()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Stdin = bytes.NewReader(stdin)
+	out, err := s.CombinedOutput(cmd)
+	if err != nil {
+		t.Fatalf("%s: %v: %s", cmd, err, out)
+	}
+	return string(out)
+}
+
+// TestSeparatedLogin: a login through a pre-auth worker and a post-auth
+// process works end to end, data flows both ways after the hand-over, and
+// the session runs in another process than the server's.
+func TestSeparatedLogin(t *testing.T) {
+	f := newSeparated(t, &Separation{Workers: 2})
+	c := f.dial(t)
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	out := run(t, c, "echo $PPID; sha256sum", data)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || lines[0] == "" {
+		t.Fatalf("output %q", out)
+	}
+	if lines[0] == strconv.Itoa(os.Getpid()) {
+		t.Fatal("the session is a child of the server process, not of a post-auth process")
+	}
+	if want := fmt.Sprintf("%x", sha256.Sum256(data)); !strings.HasPrefix(lines[1], want) {
+		t.Fatalf("sha256sum of the upload: %q, want %s", lines[1], want)
+	}
+	// A second connection of the same user is served by the same
+	// post-auth process.
+	c2 := f.dial(t)
+	if p2 := strings.TrimSpace(run(t, c2, "echo $PPID", nil)); p2 != lines[0] {
+		t.Fatalf("second connection's session parent %s, first %s: want one post-auth process per user", p2, lines[0])
+	}
+	if st := f.srv.mon.Stats(); st.PostAuth != 1 || st.Workers != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
