@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,9 +51,6 @@ func setList(c *config.Config, keyword string, v []string) []string {
 }
 
 func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
-	if c.PasswordAuthentication {
-		return nil, errors.New("PasswordAuthentication yes: offload sshd has no password backend; use public keys")
-	}
 	if !c.PubkeyAuthentication {
 		log.Warn("PubkeyAuthentication no leaves no authentication method: nobody can log in")
 	}
@@ -65,6 +61,8 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		PermitRootLogin:     auth.RootLogin(c.PermitRootLogin),
 		AllowUsers:          c.AllowUsers,
 		IgnoreFileModes:     !c.StrictModes,
+
+		PasswordAuthentication: c.PasswordAuthentication, // against the shadow database
 
 		AuthorizedPrincipalsFile: c.AuthorizedPrincipalsFile,
 		PermitUserEnvironment:    c.PermitUserEnvironment,

@@ -2,11 +2,16 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"time"
+
+	"github.com/offload/offload/sshd/account"
+	"github.com/offload/offload/sshd/pam"
 
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
@@ -45,7 +50,22 @@ const (
 	// Disconnect: end the conversation with SSH_MSG_DISCONNECT
 	// (Decision.Reason, Decision.Message).
 	Disconnect
+	// InfoRequest: send SSH_MSG_USERAUTH_INFO_REQUEST (Decision.Info) and
+	// give the client's INFO_RESPONSE to the Authority's Respond
+	// (keyboard-interactive, RFC 4256); only a Responder returns it.
+	InfoRequest
 )
+
+// Responder is an Authority that runs keyboard-interactive: its Decide
+// may answer InfoRequest, and Serve then passes the responses of the
+// client's SSH_MSG_USERAUTH_INFO_RESPONSE to Respond, which decides as
+// Decide does (possibly another InfoRequest). Serve checks that the
+// number of responses is that of the prompts sent; the Responder checks
+// it again, and that a round is pending at all. A new USERAUTH_REQUEST
+// while a round is pending abandons it (Decide is called as usual).
+type Responder interface {
+	Respond(ctx context.Context, responses []string) (*Decision, error)
+}
 
 // Decision is an Authority's answer to one request.
 type Decision struct {
@@ -56,6 +76,10 @@ type Decision struct {
 	Reason  uint32            // Disconnect: an SSH_MSG_DISCONNECT reason code
 	Message string            // Disconnect: the text for the client
 	Err     error             // Disconnect: the cause, for logs and errors.Is
+	Info    *Challenge        // InfoRequest: the prompts to send
+	// Banner, when not empty, is sent as SSH_MSG_USERAUTH_BANNER before
+	// the answer (PAM's messages, such as pam_nologin's text).
+	Banner string
 }
 
 // NewAuthority returns the in-process Authority for one connection:
@@ -82,13 +106,46 @@ type decider struct {
 	sessionID []byte
 
 	user, service string
-	acct          *account // nil until Begin
+	acct          *target // nil until Begin
 	requests      int
 	failures      int
+
+	port           uint16
+	prog           *progress         // AuthenticationMethods
+	partial        *perm.Permissions // from methods completed before the last
+	usedKeys       map[string]bool   // keys that completed a publickey step
+	notices        []string          // texts for the user (expiry warnings)
+	info           string            // the current method's detail for logs
+	secret         []byte            // TimingSecret
+	start          time.Time         // of the request being decided
+	kbd            *kbdRound         // keyboard-interactive in progress
+	pamh           *pam.Handle       // the PAM transaction, once started
+	pwExpired      bool              // the password must be changed first
+	pamAccountDone bool              // PAM's account stack ran (keyboard-interactive)
 }
 
 func newDecider(cfg *settings, sessionID []byte, remote net.Addr) *decider {
-	return &decider{cfg: cfg, addr: remoteIP(remote), sessionID: sessionID, log: peerLogger(cfg.log, remote)}
+	addr, port := remoteAddr(remote)
+	secret := cfg.TimingSecret
+	if secret == nil {
+		secret = make([]byte, 32)
+		rand.Read(secret)
+	}
+	return &decider{cfg: cfg, addr: addr, port: port, sessionID: sessionID, log: peerLogger(cfg.log, remote),
+		prog: newProgress(cfg.lists), usedKeys: map[string]bool{}, secret: secret}
+}
+
+// Close ends what the decider holds: a keyboard-interactive dialog in
+// progress and the PAM transaction. The caller of NewAuthority calls it
+// when the conversation is over.
+func (s *decider) Close() error {
+	s.abortKbd()
+	if s.pamh != nil {
+		err := s.pamh.End()
+		s.pamh = nil
+		return err
+	}
+	return nil
 }
 
 // peerLogger is log with the client's address.
@@ -124,18 +181,24 @@ func (s *decider) Begin(_ context.Context, user, service string) (string, error)
 	return s.cfg.Banner, nil
 }
 
-func (s *decider) Decide(_ context.Context, req *Request) (*Decision, error) {
+func (s *decider) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	if s.acct == nil {
 		return nil, errBegun
 	}
+	s.start, s.info = time.Now(), ""
+	s.abortKbd() // a new request abandons a keyboard-interactive round
 	if req.User != s.user || req.Service != s.service {
 		return disconnectDecision(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged), nil
 	}
 	if s.requests++; s.requests > 10*s.cfg.maxTries {
 		return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests), nil
 	}
-	out, perms := s.dispatch(req)
-	return s.decision(req, out, perms), nil
+	if !s.prog.allowed(req.Method) && req.Method != methodNone {
+		s.log.Debug("auth: method not allowed by AuthenticationMethods now", "user", req.User, "method", quote(req.Method))
+		return s.decision(ctx, req.Method, failed, nil), nil
+	}
+	out, perms := s.dispatch(ctx, req)
+	return s.decision(ctx, req.Method, out, perms), nil
 }
 
 func disconnectDecision(reason uint32, msg string, cause error) *Decision {
@@ -150,26 +213,43 @@ const (
 	failedUncounted                // send FAILURE, do not count it
 	keyOK                          // send PK_OK: the queried key would do
 	succeeded
+	asking // send INFO_REQUEST (s.kbd.challenge)
 )
 
-// decision turns a method's outcome into the answer, counting failures.
-func (s *decider) decision(req *Request, out outcome, perms *perm.Permissions) *Decision {
+// decision turns a method's outcome into the answer: it completes
+// AuthenticationMethods and the account checks on success, logs as
+// OpenSSH does, counts failures and makes them last the per-user delay.
+func (s *decider) decision(ctx context.Context, method string, out outcome, perms *perm.Permissions) *Decision {
 	switch out {
 	case succeeded:
-		return &Decision{Verdict: Success, Perms: perms}
+		return s.succeed(ctx, method, perms)
 	case keyOK:
+		s.authLog(s.log.Debug, "Postponed", method)
 		return &Decision{Verdict: KeyOK}
-	case failed:
+	case asking:
+		s.authLog(s.log.Debug, "Postponed", method)
+		return &Decision{Verdict: InfoRequest, Info: s.kbd.challenge}
+	}
+	return s.failure(ctx, method, out == failed)
+}
+
+// failure answers a failed request.
+func (s *decider) failure(ctx context.Context, method string, counted bool) *Decision {
+	s.authLogFailed(method)
+	if method != methodNone {
+		account.WaitMinimum(ctx, s.start, account.FailDelay(s.secret, s.user))
+	}
+	if counted {
 		if s.failures++; s.failures >= s.cfg.maxTries {
-			s.log.Warn("auth: too many authentication failures", "user", req.User, "failures", s.failures)
-			return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication failures", ErrTooManyFailures)
+			s.logf(s.log.Info, "maximum authentication attempts exceeded for %s%s from %s port %d ssh2", s.invalidTag(), s.user, s.addr, s.port)
+			return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "Too many authentication failures", ErrTooManyFailures)
 		}
 	}
-	return &Decision{Verdict: Failure, Methods: s.cfg.methods}
+	return &Decision{Verdict: Failure, Methods: s.prog.next(s.cfg.methods), Partial: s.partial != nil}
 }
 
 // dispatch runs the method of req.
-func (s *decider) dispatch(req *Request) (outcome, *perm.Permissions) {
+func (s *decider) dispatch(ctx context.Context, req *Request) (outcome, *perm.Permissions) {
 	switch req.Method {
 	case "none":
 		if s.requests == 1 {
@@ -178,8 +258,10 @@ func (s *decider) dispatch(req *Request) (outcome, *perm.Permissions) {
 		return failed, nil
 	case "publickey":
 		return s.publicKey(req)
-	case "password":
-		return s.password(req)
+	case methodPassword:
+		return s.password(ctx, req)
+	case methodKbdInt:
+		return s.kbdInt(ctx, req)
 	}
 	s.log.Debug("auth: unsupported method", "user", req.User, "method", quote(req.Method))
 	return failed, nil

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/offload/offload/sshd/account"
+	"github.com/offload/offload/sshd/pam"
 )
 
 // RootLogin is the PermitRootLogin policy for accounts with uid 0.
@@ -23,6 +26,8 @@ const (
 const (
 	DefaultMaxAuthTries       = 6
 	DefaultAuthorizedKeysFile = ".ssh/authorized_keys"
+	// DefaultLoginGraceTime is OpenSSH's LoginGraceTime default.
+	DefaultLoginGraceTime = 120 * time.Second
 	// MaxFileSize bounds authorized_keys, principals and CA files.
 	MaxFileSize = 1 << 20
 	// MaxLineLength bounds one line of those files.
@@ -82,10 +87,60 @@ type Config struct {
 	// name the user name as a principal.
 	AuthorizedPrincipalsFile string
 
-	// PasswordAuthentication enables the "password" method; it needs
-	// PasswordCallback, which reports whether password is right for user.
+	// PasswordAuthentication enables the "password" method. The
+	// password is checked by PasswordCallback when set (it reports
+	// whether password is right for user), else by PAM's auth stack with
+	// UsePAM, else against the shadow database (LookupAccount).
 	PasswordAuthentication bool
 	PasswordCallback       func(user, password string) (bool, error)
+
+	// KbdInteractiveAuthentication enables "keyboard-interactive"
+	// (RFC 4256): with UsePAM the prompts of PAM's auth stack, otherwise
+	// one "Password: " prompt checked as the password method checks.
+	KbdInteractiveAuthentication bool
+
+	// PermitEmptyPasswords lets accounts with an empty password log in
+	// with the password methods.
+	PermitEmptyPasswords bool
+
+	// UsePAM runs password and keyboard-interactive through PAM's auth
+	// stack and PAM's account stack after every method (publickey
+	// too), as OpenSSH's UsePAM yes; account lock and expiry are then
+	// PAM's. PAM selects the service ("sshd" by default).
+	UsePAM bool
+	PAM    pam.Config
+
+	// AuthenticationMethods, when not empty, are lists of methods of
+	// which one must be completed, in order, for a login (OpenSSH's
+	// "publickey,password publickey,keyboard-interactive"); a method
+	// may carry a submethod ("keyboard-interactive:pam"). Lists naming
+	// a disabled method are dropped, as in OpenSSH. Empty means any
+	// single method ("any").
+	AuthenticationMethods [][]string
+
+	// DenyUsers (patterns like AllowUsers), AllowGroups and DenyGroups
+	// (group name patterns) complete AllowUsers; they apply in OpenSSH's
+	// order: DenyUsers, AllowUsers, DenyGroups, AllowGroups.
+	DenyUsers, AllowGroups, DenyGroups []string
+
+	// SkipShellCheck turns off the check that the login shell exists and
+	// is executable (set it where a ChrootDirectory applies).
+	SkipShellCheck bool
+
+	// LookupAccount returns the passwd and shadow entries the account
+	// policy (lock, expiry, shell, password hash) uses. Nil means the
+	// system's files when LookupUser is nil too; with a LookupUser of
+	// its own and no LookupAccount, only what LookupUser returns is
+	// known (no shadow entry: no lock or expiry checks).
+	LookupAccount func(name string) (*account.Account, error)
+
+	// LoginGraceTime bounds a keyboard-interactive conversation (a PAM
+	// dialog waiting for the client); 0 means DefaultLoginGraceTime.
+	LoginGraceTime time.Duration
+
+	// TimingSecret keys the per-user failure delay; nil means a random
+	// one for each connection.
+	TimingSecret []byte
 
 	// MaxAuthTries is the number of failed attempts after which the
 	// connection is dropped (0 means DefaultMaxAuthTries).
@@ -134,8 +189,11 @@ type Config struct {
 
 // Validate reports the first invalid field.
 func (c *Config) Validate() error {
-	if c.PasswordAuthentication && c.PasswordCallback == nil {
-		return &ConfigError{"PasswordAuthentication", "enabled without a PasswordCallback"}
+	if c.UsePAM && !pam.Available {
+		return &ConfigError{"UsePAM", pam.ErrUnavailable.Error()}
+	}
+	if err := c.validateLists(); err != nil {
+		return err
 	}
 	if c.MaxAuthTries < 0 {
 		return &ConfigError{"MaxAuthTries", "negative"}
@@ -184,7 +242,9 @@ type settings struct {
 	lookup   func(string) (*user.User, error)
 	log      *slog.Logger
 	now      func() time.Time
-	methods  []string
+	methods  []string   // the enabled methods, in FAILURE's order
+	lists    [][]string // AuthenticationMethods without disabled lists
+	grace    time.Duration
 }
 
 func newSettings(c *Config) *settings {
@@ -221,6 +281,13 @@ func (s *settings) fillDefaults() {
 	s.methods = []string{"publickey"}
 	if s.PasswordAuthentication {
 		s.methods = append(s.methods, "password")
+	}
+	if s.KbdInteractiveAuthentication {
+		s.methods = append(s.methods, "keyboard-interactive")
+	}
+	s.lists = s.enabledLists()
+	if s.grace = s.LoginGraceTime; s.grace <= 0 {
+		s.grace = DefaultLoginGraceTime
 	}
 }
 

@@ -10,7 +10,8 @@
 // messages and keeps the protocol's bounds. An Authority makes every
 // decision: Begin is told the user of the first request, Decide answers
 // each request (Failure with the methods that can continue, KeyOK,
-// Success with the login's perm.Permissions, or Disconnect). NewAuthority
+// Success with the login's perm.Permissions, Disconnect, or InfoRequest
+// for keyboard-interactive, whose responses go to Responder.Respond). NewAuthority
 // is the in-process Authority: it verifies signatures over the session
 // identifier it is given, reads the user's files and applies the policy
 // below, and it does not trust the conversation: it pins the user itself
@@ -36,7 +37,57 @@
 //     format matches the algorithm (rsa-sha2-256/512 for ssh-rsa keys;
 //     SHA-1 "ssh-rsa" is refused by default) over this session's
 //     identifier and the request. RSA keys need MinRSABits.
-//   - password: off by default; Config.PasswordCallback decides.
+//   - password: off by default (PasswordAuthentication). Checked by
+//     Config.PasswordCallback when set, else by PAM's auth stack with
+//     UsePAM, else against the shadow entry (yescrypt, SHA-512, SHA-256
+//     through libcrypt; see package account). Empty passwords need
+//     PermitEmptyPasswords; password change requests and passwords that
+//     are not UTF-8 fail. Without PAM an expired password (chage -d 0, or
+//     past its maximum age) logs in restricted to changing it, as OpenSSH
+//     does: a forced passwd(1) on a pty and no forwarding.
+//   - keyboard-interactive (RFC 4256): off by default
+//     (KbdInteractiveAuthentication). With UsePAM every PAM prompt is an
+//     SSH_MSG_USERAUTH_INFO_REQUEST (texts shown before a prompt lead its
+//     text) and the account stack and, for an expired password, the
+//     password change run in the same dialog, bounded by
+//     Config.LoginGraceTime. Without PAM it asks "Password: " and checks
+//     it as the password method does (OpenSSH without PAM has no
+//     keyboard-interactive device on Linux). A response to no prompt, a
+//     wrong number of responses (at most MaxPrompts) or a response longer
+//     than MaxResponseLen disconnects; a new request abandons the round.
+//
+// # Accounts
+//
+// Before any method, the account policy of package account applies, as
+// OpenSSH's allowed_user: without PAM, an expired (chage -E 0) or locked
+// (usermod -L) account is refused; a missing or non-executable shell is
+// refused (unless SkipShellCheck); then DenyUsers, AllowUsers,
+// DenyGroups, AllowGroups. A refused user is answered like an invalid
+// one. With UsePAM, PAM's account stack runs after the last method of
+// every login (publickey too); a refusal shows PAM's messages as a
+// banner and disconnects (OpenSSH closes the connection), and
+// PAM_NEW_AUTHTOK_REQD restricts the login to a password change.
+// Failures last at least account.FailDelay (5 ms and a per-user amount,
+// doubled while exceeded), as in OpenSSH.
+//
+// # AuthenticationMethods
+//
+// With Config.AuthenticationMethods a login needs every method of one
+// list, in order; a method that completes a step but not a list answers
+// FAILURE with partial success and the methods that may come next. The
+// same key cannot complete two publickey steps. The restrictions of
+// every step apply to the login, and perm.Permissions.Method lists the
+// methods ("publickey,password").
+//
+// # Logs
+//
+// Decisions are logged in OpenSSH's words ("Accepted publickey for U from
+// A port P ssh2: ED25519 SHA256:…", "Failed password for invalid user U
+// from …", "Invalid user U from A port P", "User U from A not allowed
+// because listed in DenyUsers", "maximum authentication attempts
+// exceeded for …", certificates with their ID, serial and CA), at INFO
+// where OpenSSH logs at INFO and Debug where it logs at VERBOSE, with
+// the client's address, port, user and method as attributes.
 //
 // # authorized_keys
 //
@@ -83,8 +134,10 @@
 //
 // No DNS: from= and AllowUsers host patterns match addresses only (as
 // with UseDNS no). Not implemented: AuthorizedKeysCommand,
-// AuthorizedPrincipalsCommand, binary KRLs, keyboard-interactive, password
-// changes, multi-method AuthenticationMethods. permitlisten= and tunnel=
+// AuthorizedPrincipalsCommand, binary KRLs, password changes in the
+// password method. PAM prompts are one per round (see package pam).
+// A PAM account refusal sends SSH_MSG_DISCONNECT where OpenSSH just
+// closes the connection. permitlisten= and tunnel=
 // lines are refused (see above). Unknown users are answered like real
 // ones, but skip the file reads and the password callback.
 //

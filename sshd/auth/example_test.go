@@ -44,7 +44,7 @@ func Example() {
 		return
 	}
 	_ = serve // called per connection by the server
-	cfg.PasswordAuthentication = true
+	cfg.AuthenticationMethods = [][]string{{"publickey", "hostbased"}}
 	fmt.Println(cfg.Validate())
-	// Output: auth: config PasswordAuthentication: enabled without a PasswordCallback
+	// Output: auth: config AuthenticationMethods: unknown method "hostbased"
 }

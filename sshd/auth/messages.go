@@ -25,7 +25,8 @@ const (
 )
 
 // Request is SSH_MSG_USERAUTH_REQUEST (RFC 4252 §5, §7, §8).
-// Method-specific fields are set for "publickey" and "password" only.
+// Method-specific fields are set for "publickey", "password" and
+// "keyboard-interactive" only.
 type Request struct {
 	User, Service, Method string
 
@@ -36,6 +37,8 @@ type Request struct {
 
 	ChangePassword bool   // password: a change request (unsupported)
 	Password       string // password; never logged
+
+	Submethods string // keyboard-interactive: the client's hint
 }
 
 // parseUserAuthRequest decodes a USERAUTH_REQUEST payload. Byte fields
@@ -55,6 +58,8 @@ func parseUserAuthRequest(p []byte) (*Request, error) {
 		req.parsePublicKey(r)
 	case "password":
 		req.parsePassword(r)
+	case "keyboard-interactive":
+		req.parseKbdInt(r)
 	case "none":
 	default:
 		r.Rest() // other methods' fields are not looked at

@@ -18,6 +18,9 @@ type grant struct {
 // signature gets PK_OK when the key would be accepted; a signed request
 // succeeds when the key is accepted and the signature verifies.
 func (s *decider) publicKey(req *Request) (outcome, *perm.Permissions) {
+	if k, err := ssh.ParsePublicKey(req.KeyBlob); err == nil {
+		s.info = describeKey(k)
+	}
 	key, sig, err := s.checkSignedKey(req)
 	if err != nil {
 		return s.fail(req, err), nil
@@ -32,8 +35,11 @@ func (s *decider) publicKey(req *Request) (outcome, *perm.Permissions) {
 	if err := checkFlags(key, sig, g); err != nil {
 		return s.fail(req, err), nil
 	}
-	g.perms.Method, g.perms.KeyFingerprint = "publickey", fingerprint(key)
-	s.log.Info("auth: accepted publickey", "user", req.User, "algo", req.Algo, "key", g.perms.KeyFingerprint)
+	g.perms.Method, g.perms.KeyFingerprint = methodPublicKey, fingerprint(key)
+	if s.usedKeys[g.perms.KeyFingerprint] {
+		return s.fail(req, reject("key already used for an earlier authentication method")), nil
+	}
+	s.usedKeys[g.perms.KeyFingerprint] = true
 	return succeeded, g.perms
 }
 
@@ -119,31 +125,9 @@ func (s *decider) acceptKey(key ssh.PublicKey) (*grant, error) {
 	return g, nil
 }
 
-// password handles the "password" method (RFC 4252 §8) when enabled.
-// Password changes are not supported.
-func (s *decider) password(req *Request) (outcome, *perm.Permissions) {
-	switch {
-	case !s.cfg.PasswordAuthentication:
-		return s.fail(req, reject("password authentication disabled")), nil
-	case req.ChangePassword:
-		return s.fail(req, reject("password change requested")), nil
-	case s.acct.denied != nil:
-		return s.fail(req, s.acct.denied), nil
-	}
-	if err := s.cfg.rootAllows(s.acct, "password", false); err != nil {
-		return s.fail(req, err), nil
-	}
-	ok, err := s.cfg.PasswordCallback(req.User, req.Password)
-	if err != nil || !ok {
-		return s.fail(req, rejectf(err, "wrong password")), nil
-	}
-	s.log.Info("auth: accepted password", "user", req.User)
-	return succeeded, &perm.Permissions{User: req.User, Method: "password"}
-}
-
 // fail logs why req failed and returns the outcome.
 func (s *decider) fail(req *Request, why error) outcome {
-	s.log.Info("auth: failed "+req.Method, "user", req.User, "algo", req.Algo, "why", why)
+	s.log.Debug("auth: "+req.Method+" refused", "user", req.User, "algo", req.Algo, "why", why)
 	return failed
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 
@@ -31,6 +32,7 @@ func Run(ctx context.Context, pc wire.PacketConn, cfg *Config, remote net.Addr) 
 	if err != nil {
 		return nil, err
 	}
+	defer a.(io.Closer).Close()
 	st := newSettings(cfg)
 	return Serve(ctx, pc, a, &ServeOptions{MaxRequests: 10 * st.maxTries, Logger: st.log, Remote: remote})
 }
@@ -75,6 +77,7 @@ type conversation struct {
 	user, service string
 	requests      int
 	buf           []byte
+	prompts       int // prompts of the INFO_REQUEST awaiting a response; -1 none
 }
 
 func newConversation(ctx context.Context, pc wire.PacketConn, a Authority, o *ServeOptions) *conversation {
@@ -86,7 +89,7 @@ func newConversation(ctx context.Context, pc wire.PacketConn, a Authority, o *Se
 	if max <= 0 {
 		max = 10 * DefaultMaxAuthTries
 	}
-	return &conversation{ctx: ctx, pc: pc, a: a, log: peerLogger(log, o.Remote), max: max}
+	return &conversation{ctx: ctx, pc: pc, a: a, log: peerLogger(log, o.Remote), max: max, prompts: -1}
 }
 
 func (s *conversation) serve() (*perm.Permissions, error) {
@@ -98,7 +101,12 @@ func (s *conversation) serve() (*perm.Permissions, error) {
 		if err != nil {
 			return nil, err
 		}
-		perms, err := s.request(p)
+		var perms *perm.Permissions
+		if len(p) > 0 && p[0] == msgInfoResponse {
+			perms, err = s.infoResponse(p)
+		} else {
+			perms, err = s.request(p)
+		}
 		if perms != nil || err != nil {
 			return perms, err
 		}
@@ -140,6 +148,7 @@ func (s *conversation) request(p []byte) (*perm.Permissions, error) {
 	if err := s.checkRequest(req); err != nil {
 		return nil, err
 	}
+	s.prompts = -1 // a new request abandons a keyboard-interactive round
 	d, err := s.a.Decide(s.ctx, req)
 	if err != nil {
 		return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)
@@ -149,6 +158,11 @@ func (s *conversation) request(p []byte) (*perm.Permissions, error) {
 
 // answer sends the reply for the decision d about req.
 func (s *conversation) answer(req *Request, d *Decision) (*perm.Permissions, error) {
+	if d.Banner != "" {
+		if err := s.write(appendBanner(s.buf[:0], d.Banner)); err != nil {
+			return nil, err
+		}
+	}
 	switch d.Verdict {
 	case Success:
 		if d.Perms == nil {
@@ -159,11 +173,51 @@ func (s *conversation) answer(req *Request, d *Decision) (*perm.Permissions, err
 		}
 		return d.Perms, nil
 	case KeyOK:
+		if req == nil { // PK_OK answers a publickey query only
+			return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", errBadInfoRequest)
+		}
 		return nil, s.write(appendPKOK(s.buf[:0], req.Algo, req.KeyBlob))
 	case Disconnect:
 		return nil, s.disconnect(d.Reason, d.Message, d.Err)
+	case InfoRequest:
+		return nil, s.infoRequest(d.Info)
 	}
 	return nil, s.write(appendFailure(s.buf[:0], d.Methods, d.Partial))
+}
+
+// infoRequest sends an INFO_REQUEST and remembers how many responses the
+// client owes.
+func (s *conversation) infoRequest(r *Challenge) error {
+	if _, ok := s.a.(Responder); !ok || r == nil || len(r.Prompts) > MaxPrompts {
+		return s.disconnect(wire.DisconnectByApplication, "authentication unavailable", errBadInfoRequest)
+	}
+	s.prompts = len(r.Prompts)
+	return s.write(appendInfoRequest(s.buf[:0], r))
+}
+
+var (
+	errBadInfoRequest  = errors.New("auth: an info request from an Authority that cannot take responses, or with too many prompts")
+	errUnexpectedReply = errors.New("auth: info response without an info request")
+)
+
+// infoResponse handles SSH_MSG_USERAUTH_INFO_RESPONSE.
+func (s *conversation) infoResponse(p []byte) (*perm.Permissions, error) {
+	if s.requests++; s.requests > s.max {
+		return nil, s.disconnect(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests)
+	}
+	if s.prompts < 0 {
+		return nil, s.disconnect(wire.DisconnectProtocolError, "unexpected info response", errUnexpectedReply)
+	}
+	resp, err := parseInfoResponse(p, s.prompts)
+	if err != nil {
+		return nil, s.disconnect(wire.DisconnectProtocolError, "malformed info response", err)
+	}
+	s.prompts = -1
+	d, err := s.a.(Responder).Respond(s.ctx, resp)
+	if err != nil {
+		return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)
+	}
+	return s.answer(nil, d)
 }
 
 // errNoPerms: an Authority granted a login without its permissions.

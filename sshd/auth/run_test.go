@@ -408,7 +408,9 @@ func TestPassword(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	bad := []*Config{
-		{PasswordAuthentication: true},
+		{AuthenticationMethods: [][]string{{"publickey", "hostbased"}}},
+		{AuthenticationMethods: [][]string{{"password:pam"}}},
+		{AuthenticationMethods: [][]string{{}}},
 		{MaxAuthTries: -1},
 		{PermitRootLogin: "maybe"},
 		{AuthorizedKeysFiles: []string{"%x/keys"}},

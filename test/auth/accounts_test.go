@@ -1,0 +1,198 @@
+package auth_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/sshtest"
+	"github.com/offload/offload/internal/testenv"
+	"github.com/offload/offload/sshd"
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/pam"
+)
+
+// accountUser is a throwaway account with a key in its authorized_keys
+// (owned by it, modes OpenSSH's StrictModes accepts).
+type accountUser struct {
+	*user.User
+	key string // private key path
+}
+
+func newAccountUser(t *testing.T, f *fixture, password string) *accountUser {
+	t.Helper()
+	u := testenv.NewUser(t)
+	if password != "" {
+		testenv.SetPassword(t, u.Username, password)
+	}
+	key := f.keygen("id_"+u.Username, "ed25519")
+	ssh := filepath.Join(u.HomeDir, ".ssh")
+	os.MkdirAll(ssh, 0o700)
+	pub, _ := os.ReadFile(key + ".pub")
+	os.WriteFile(filepath.Join(ssh, "authorized_keys"), pub, 0o600)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	os.Chown(ssh, uid, gid)
+	os.Chown(filepath.Join(ssh, "authorized_keys"), uid, gid)
+	return &accountUser{User: u, key: key}
+}
+
+// openSSHD runs OpenSSH's sshd on 127.0.0.1 with config lines added to a
+// minimal configuration; it returns the port and the log (-e).
+func openSSHD(t *testing.T, f *fixture, lines ...string) (string, *sshtest.LogBuffer) {
+	t.Helper()
+	bin := testenv.FirstFile(t, "/usr/sbin/sshd", "Debian package openssh-server", "/usr/sbin/sshd")
+	os.MkdirAll("/run/sshd", 0o755) // its privilege separation directory
+	hostKey := filepath.Join(f.dir, "ssh_host_ed25519_key")
+	if _, err := os.Stat(hostKey); err != nil {
+		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
+	}
+	port := freePort(t)
+	cfg := append([]string{"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + hostKey, "PidFile none",
+		"LogLevel VERBOSE", "AuthorizedKeysFile .ssh/authorized_keys"}, lines...)
+	path := filepath.Join(f.dir, "sshd_config."+port)
+	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
+	log := &sshtest.LogBuffer{}
+	cmd := exec.Command(bin, "-D", "-e", "-f", path)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitPort(t, port, log)
+	return port, log
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return p
+}
+
+func waitPort(t *testing.T, port string, log fmt.Stringer) {
+	for i := 0; i < 100; i++ {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("sshd did not listen on %s:\n%s", port, log)
+}
+
+// offloadSSHD serves a with offload's server in this process.
+func offloadSSHD(t *testing.T, a *auth.Config) (string, *sshtest.LogBuffer) {
+	t.Helper()
+	logs := &sshtest.LogBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a.Logger = log
+	srv, err := sshd.NewServer(&sshd.Config{Auth: a, Logger: log, Conn: &connection.Config{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	go srv.Serve(l)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return port, logs
+}
+
+// outcome runs `ssh -i key user@127.0.0.1 -p port true` and names what
+// happened: "ok", "denied", "closed", "password change" or "exit N".
+func outcome(t *testing.T, f *fixture, port, name, key string, opts ...string) string {
+	t.Helper()
+	args := []string{"-F", "/dev/null", "-p", port, "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+		"-o", "ConnectTimeout=10"}
+	for _, o := range opts {
+		args = append(args, "-o", o)
+	}
+	args = append(args, "-l", name, "127.0.0.1", "true")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, f.ssh, args...)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case strings.Contains(stderr.String(), "Password change required"):
+		return "password change"
+	case code == 0:
+		return "ok"
+	case code == 255 && strings.Contains(stderr.String(), "Permission denied"):
+		return "denied"
+	case code == 255:
+		// OpenSSH closes the connection (a fatal error in pre-auth);
+		// offload sends SSH_MSG_DISCONNECT saying why first
+		return "closed"
+	}
+	return fmt.Sprintf("exit %d: %s", code, strings.TrimSpace(stderr.String()))
+}
+
+// TestAccountStatesLikeOpenSSH logs in with a key to accounts expired
+// (chage -E 0), locked (usermod -L), with a missing shell, and with an
+// expired password (chage -d 0), with OpenSSH's sshd and offload side by
+// side, with and without PAM (Debian's /etc/pam.d/sshd), and wants the
+// same outcome from both.
+func TestAccountStatesLikeOpenSSH(t *testing.T) {
+	testenv.Root(t)
+	if !pam.Available {
+		testenv.Missing(t, "PAM in this build", "build with cgo and libpam0g-dev")
+	}
+	f := newFixture(t)
+	states := []struct {
+		name string
+		cmd  []string // with the user name appended
+	}{
+		{"normal", nil},
+		{"expired account", []string{"chage", "-E", "0"}},
+		{"locked", []string{"usermod", "-L"}},
+		{"missing shell", []string{"usermod", "-s", "/nonexistent"}},
+		{"expired password", []string{"chage", "-d", "0"}},
+	}
+	for _, usePAM := range []bool{false, true} {
+		yesno := map[bool]string{false: "no", true: "yes"}[usePAM]
+		oport, olog := openSSHD(t, f, "UsePAM "+yesno, "PasswordAuthentication no", "KbdInteractiveAuthentication no")
+		fport, flog := offloadSSHD(t, &auth.Config{UsePAM: usePAM})
+		for _, st := range states {
+			u := newAccountUser(t, f, "pw-"+st.name)
+			if st.cmd != nil {
+				testenv.Run(t, st.cmd[0], append(st.cmd[1:], u.Username)...)
+			}
+			want := outcome(t, f, oport, u.Username, u.key)
+			got := outcome(t, f, fport, u.Username, u.key)
+			t.Logf("UsePAM %s, %s: OpenSSH %q, offload %q", yesno, st.name, want, got)
+			if got != want {
+				t.Errorf("UsePAM %s, %s: offload %q, OpenSSH %q\nOpenSSH log:\n%s\noffload log:\n%s", yesno, st.name, got, want, olog, flog)
+			}
+		}
+	}
+}
