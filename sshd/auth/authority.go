@@ -122,6 +122,7 @@ type decider struct {
 	pamh           *pam.Handle       // the PAM transaction, once started
 	pwExpired      bool              // the password must be changed first
 	pamAccountDone bool              // PAM's account stack ran (keyboard-interactive)
+	done           bool              // a login succeeded
 }
 
 func newDecider(cfg *settings, sessionID []byte, remote net.Addr) *decider {
@@ -265,4 +266,23 @@ func (s *decider) dispatch(ctx context.Context, req *Request) (outcome, *perm.Pe
 	}
 	s.log.Debug("auth: unsupported method", "user", req.User, "method", quote(req.Method))
 	return failed, nil
+}
+
+// Summary is what a connection's authentication came to, for the
+// per-source penalties (package penalty's Outcome).
+type Summary struct {
+	Authenticated bool // a login succeeded
+	Attempted     bool // at least one method other than the first none failed
+	InvalidUser   bool // the user was unknown or refused by the account policy
+}
+
+// Summarizer is implemented by NewAuthority's Authority.
+type Summarizer interface {
+	Summary() Summary
+}
+
+// Summary reports how the authentication went so far.
+func (s *decider) Summary() Summary {
+	return Summary{Authenticated: s.done, Attempted: s.failures > 0,
+		InvalidUser: s.acct != nil && s.acct.denied != nil && s.requests > 1}
 }

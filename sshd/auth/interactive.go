@@ -295,6 +295,7 @@ func (s *decider) succeed(ctx context.Context, method string, perms *perm.Permis
 		restrictToPasswordChange(perms)
 	}
 	s.authLog(s.log.Info, "Accepted", method)
+	s.done = true
 	return &Decision{Verdict: Success, Perms: perms, Banner: banner}
 }
 

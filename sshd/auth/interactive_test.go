@@ -267,3 +267,33 @@ func TestDenyUsersAndGroups(t *testing.T) {
 		}
 	}
 }
+
+func TestSummary(t *testing.T) {
+	w := shadowWorld(t, nil)
+	w.cfg.PasswordAuthentication = true
+	a, err := NewAuthority(w.cfg, testSessionID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a.Begin(ctx, "alice", "ssh-connection")
+	a.Decide(ctx, &Request{User: "alice", Service: "ssh-connection", Method: "none"})
+	if s := a.(Summarizer).Summary(); s != (Summary{}) {
+		t.Fatalf("after none: %+v", s)
+	}
+	a.Decide(ctx, &Request{User: "alice", Service: "ssh-connection", Method: "password", Password: "wrong"})
+	if s := a.(Summarizer).Summary(); !s.Attempted || s.Authenticated || s.InvalidUser {
+		t.Fatalf("after a wrong password: %+v", s)
+	}
+	a.Decide(ctx, &Request{User: "alice", Service: "ssh-connection", Method: "password", Password: alicePassword})
+	if s := a.(Summarizer).Summary(); !s.Authenticated {
+		t.Fatalf("after the right password: %+v", s)
+	}
+	b, _ := NewAuthority(w.cfg, testSessionID, nil)
+	b.Begin(ctx, "mallory", "ssh-connection")
+	b.Decide(ctx, &Request{User: "mallory", Service: "ssh-connection", Method: "none"})
+	b.Decide(ctx, &Request{User: "mallory", Service: "ssh-connection", Method: "password", Password: "x"})
+	if s := b.(Summarizer).Summary(); !s.InvalidUser || !s.Attempted {
+		t.Fatalf("invalid user: %+v", s)
+	}
+}
