@@ -33,6 +33,18 @@ ls /usr/lib/*/security/pam_oath.so >/dev/null 2>&1 || missing+=(libpam-oath)
 check sshpass sshpass
 check fail2ban-regex fail2ban
 /usr/bin/python3 -c 'import paramiko' 2>/dev/null || missing+=(python3-paramiko)
+# the interop suite's clients (test/interop)
+check plink putty-tools
+check puttygen putty-tools
+check curl curl
+check rclone rclone
+check lftp lftp
+check git git
+check rsync rsync
+check node nodejs
+check npm npm
+/usr/bin/python3 -c 'import paramiko' >/dev/null 2>&1 || missing+=(python3-paramiko)
+/usr/bin/python3 -c 'import asyncssh' >/dev/null 2>&1 || missing+=(python3-asyncssh)
 if [ "$(uname -m)" != x86_64 ]; then
 	# the multiarch path above is amd64's; look anywhere for the others
 	missing=("${missing[@]/p11-kit-modules/}")
@@ -54,6 +66,16 @@ if [ -n "$pkgs" ]; then
 fi
 
 step() { echo; echo "== $*"; }
+
+# node's ssh2 for test/interop, from npm into a cache directory (never the
+# repository); the test looks there too.
+export OFFLOAD_NPM_DIR=${OFFLOAD_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/offload/npm}
+if command -v npm >/dev/null && [ ! -f "$OFFLOAD_NPM_DIR/node_modules/ssh2/package.json" ]; then
+	echo "== installing npm ssh2 into $OFFLOAD_NPM_DIR"
+	mkdir -p "$OFFLOAD_NPM_DIR"
+	npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$OFFLOAD_NPM_DIR" ssh2@1 >/dev/null ||
+		echo "   npm install ssh2 failed: the node-ssh2 part of test/interop will skip (or fail under OFFLOAD_REQUIRE_TOOLS=1)"
+fi
 
 step "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
