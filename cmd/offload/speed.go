@@ -25,6 +25,7 @@ type speedOptions struct {
 	provider string
 	json     bool
 	plot     string // -plot: SVG file of the bulk results (plot.go)
+	compare  string // -compare: "openssl" runs openssl speed too (speed_openssl.go)
 	algs     map[string]bool
 	reg      registryFlags
 }
@@ -45,6 +46,7 @@ func parseSpeed(args []string, stderr io.Writer) (*speedOptions, error) {
 	fs.StringVar(&o.provider, "provider", "", "test only this provider")
 	fs.BoolVar(&o.json, "json", false, "print results as JSON")
 	fs.StringVar(&o.plot, "plot", "", "also write the bulk results as an SVG chart to `file`")
+	fs.StringVar(&o.compare, "compare", "", "also run `openssl` speed on the same algorithms and sizes and print the ratios")
 	o.reg.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: offload speed [flags] [algorithm ...]")
@@ -55,6 +57,12 @@ func parseSpeed(args []string, stderr io.Writer) (*speedOptions, error) {
 	}
 	if o.seconds <= 0 || o.multi < 1 {
 		return nil, usagef("-seconds must be > 0 and -multi >= 1")
+	}
+	if o.compare != "" && o.compare != "openssl" {
+		return nil, usagef("-compare: %q is not a tool offload can compare with (only openssl)", o.compare)
+	}
+	if o.compare != "" && o.multi > 1 {
+		return nil, usagef("-compare openssl runs openssl with one worker: leave out -multi")
 	}
 	var err error
 	if o.sizes, err = parseSizes(*bytes); err != nil {
@@ -107,6 +115,8 @@ type speedReport struct {
 	Multi int
 	Bulk  []bulkRow
 	Ops   []opRow
+	// Compare is openssl's side, with -compare openssl.
+	Compare *compareReport `json:",omitempty"`
 }
 
 func cmdSpeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -128,9 +138,20 @@ func cmdSpeed(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usagef("%v", err)
 		}
 	}
+	var openssl runner
+	if o.compare != "" {
+		if openssl, err = findOpenSSL(); err != nil {
+			return err
+		}
+	}
 	rep := speedReport{Build: currentBuild(f), Multi: o.multi}
 	if err := runSpeed(ctx, o, reg, &rep, stderr); err != nil {
 		return err
+	}
+	if openssl != nil {
+		if rep.Compare, err = compareOpenSSL(ctx, openssl, o, &rep, stderr); err != nil {
+			return err
+		}
 	}
 	if o.plot != "" {
 		if err := writeSpeedPlot(o.plot, &rep); err != nil {
@@ -313,6 +334,9 @@ func printSpeed(w io.Writer, rep *speedReport) {
 	}
 	if len(rep.Ops) > 0 {
 		printOps(w, rep.Ops)
+	}
+	if rep.Compare != nil {
+		printCompare(w, rep, rep.Compare)
 	}
 }
 
