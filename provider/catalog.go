@@ -91,6 +91,7 @@ var catalog = []*Algorithm{
 	{Name: "ecdh-p384", Family: FamilyKeyAgreement, PublicKeySize: 97, SharedSize: 48},
 
 	{Name: "ml-kem-768", Family: FamilyKEM, PublicKeySize: 1184, SharedSize: 32, CiphertextSize: 1088},
+	{Name: "sntrup761", Family: FamilyKEM, PublicKeySize: 1158, SharedSize: 32, CiphertextSize: 1039},
 
 	{Name: "sha256", Family: FamilyHash, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
 	{Name: "sha384", Family: FamilyHash, TagSize: 48, BlockSize: 128, Hash: crypto.SHA384, Bulk: true},

@@ -54,8 +54,11 @@ func (k *keyAgreement) SharedSecret(peer []byte) ([]byte, error) {
 
 type decapsulator struct{ dk *mlkem.DecapsulationKey768 }
 
-// NewDecapsulator returns a fresh ML-KEM-768 decapsulation key.
+// NewDecapsulator returns a fresh ML-KEM-768 or sntrup761 decapsulation key.
 func (p *Provider) NewDecapsulator(alg *provider.Algorithm) (provider.Decapsulator, error) {
+	if alg.Name == "sntrup761" {
+		return newSntrupDecapsulator()
+	}
 	if alg.Name != "ml-kem-768" {
 		return nil, unsupported(alg)
 	}
@@ -76,8 +79,11 @@ func (d *decapsulator) Decapsulate(ct []byte) ([]byte, error) {
 	return s, nil
 }
 
-// Encapsulate runs ML-KEM-768 against a peer's encapsulation key.
+// Encapsulate runs ML-KEM-768 or sntrup761 against a peer's encapsulation key.
 func (p *Provider) Encapsulate(alg *provider.Algorithm, ek []byte) (shared, ciphertext []byte, err error) {
+	if alg.Name == "sntrup761" {
+		return sntrupEncapsulate(ek)
+	}
 	if alg.Name != "ml-kem-768" {
 		return nil, nil, unsupported(alg)
 	}

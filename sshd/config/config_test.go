@@ -119,7 +119,7 @@ CalibrationCache /var/cache/offload
 			"ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256"},
 		CASignatureAlgorithms: []string{"ssh-ed25519"},
 		Ciphers:               []string{"aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com"},
-		KexAlgorithms:         []string{"mlkem768x25519-sha256", "curve25519-sha256", "curve25519-sha256@libssh.org", "ecdh-sha2-nistp256"},
+		KexAlgorithms:         append(DefaultAlgorithms(KexList), "ecdh-sha2-nistp256"),
 		MACs: slices.DeleteFunc(DefaultAlgorithms(MACList), func(n string) bool {
 			return strings.HasPrefix(n, "hmac-sha2-512")
 		}),

@@ -49,8 +49,8 @@ func ExampleParseAlgList() {
 	kex, _ = config.ParseAlgList(config.KexList, "+ecdh-sha2-nistp256")
 	fmt.Println(kex)
 	// Output:
-	// [mlkem768x25519-sha256]
-	// [mlkem768x25519-sha256 curve25519-sha256 curve25519-sha256@libssh.org ecdh-sha2-nistp256]
+	// [mlkem768x25519-sha256 sntrup761x25519-sha512 sntrup761x25519-sha512@openssh.com]
+	// [mlkem768x25519-sha256 sntrup761x25519-sha512 sntrup761x25519-sha512@openssh.com curve25519-sha256 curve25519-sha256@libssh.org ecdh-sha2-nistp256]
 }
 
 func ExampleConfig_Print() {

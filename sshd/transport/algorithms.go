@@ -72,10 +72,13 @@ var (
 	}
 	kexTable = []kexSpec{
 		{name: "mlkem768x25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},
+		{name: "sntrup761x25519-sha512", method: ecdhMethod, hash: "sha512", agree: "x25519", kem: "sntrup761", onByDefault: true},
+		{name: "sntrup761x25519-sha512@openssh.com", method: ecdhMethod, hash: "sha512", agree: "x25519", kem: "sntrup761", onByDefault: true},
 		{name: "curve25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", onByDefault: true},
 		{name: "curve25519-sha256@libssh.org", method: ecdhMethod, hash: "sha256", agree: "x25519", onByDefault: true},
 		{name: "ecdh-sha2-nistp256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256"},
 		{name: "ecdh-sha2-nistp384", method: ecdhMethod, hash: "sha384", agree: "ecdh-p384"},
+		{name: "mlkem768nistp256-sha256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256", kem: "ml-kem-768"},
 	}
 	hostKeyTable = []hostKeySpec{
 		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},

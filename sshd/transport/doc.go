@@ -38,9 +38,12 @@
 // under strict kex. kexrun.go runs an exchange as a table-driven state
 // machine fed by the reader: each method (kex.go) is a list of steps, a
 // client message and the server's answer, so a method with several
-// messages needs only another row. kex.go runs mlkem768x25519-sha256,
-// curve25519-sha256 (and the @libssh.org alias) and, when configured,
-// ecdh-sha2-nistp256/384. Strict key exchange (kex-strict-s-v00@openssh.com)
+// messages needs only another row. kex.go runs the post-quantum hybrids
+// mlkem768x25519-sha256 and sntrup761x25519-sha512 (also under its
+// @openssh.com name, which OpenSSH 8.5 to 9.9 prefer), curve25519-sha256
+// (and the @libssh.org alias) and, when configured, ecdh-sha2-nistp256/384
+// and mlkem768nistp256-sha256. Every KEM and curve comes from the registry
+// ("ml-kem-768", "sntrup761", "x25519", "ecdh-p256"). Strict key exchange (kex-strict-s-v00@openssh.com)
 // is offered in the first KEXINIT: when the client asks for it, sequence
 // numbers restart at every NEWKEYS and any other message during the first
 // exchange ends the connection. A client that sends ext-info-c gets

@@ -17,6 +17,8 @@ func ExampleAlgorithms() {
 	}
 	// Output:
 	// mlkem768x25519-sha256: ml-kem-768 x25519 sha256
+	// sntrup761x25519-sha512: sntrup761 x25519 sha512
+	// sntrup761x25519-sha512@openssh.com: sntrup761 x25519 sha512
 	// curve25519-sha256: x25519 sha256
 	// curve25519-sha256@libssh.org: x25519 sha256
 }

@@ -59,10 +59,13 @@ func agree(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err 
 	return ka.PublicKey(), wire.AppendMPInt(nil, secret), nil
 }
 
-// agreeHybrid is mlkem768x25519-sha256 (draft-ietf-sshm-mlkem-hybrid-kex):
-// C_INIT = ML-KEM encapsulation key || X25519 public key; S_REPLY =
-// ML-KEM ciphertext || X25519 public key; K = HASH(K_PQ || K_CL), encoded
-// as a string rather than an mpint.
+// agreeHybrid is a post-quantum KEM joined with an elliptic-curve
+// exchange: mlkem768x25519-sha256 and mlkem768nistp256-sha256
+// (draft-ietf-sshm-mlkem-hybrid-kex), sntrup761x25519-sha512 (and its
+// @openssh.com name, draft-josefsson-ntruprime-ssh). C_INIT = KEM
+// encapsulation key || ECDH public key; S_REPLY = KEM ciphertext || ECDH
+// public key; K = HASH(K_PQ || K_CL), encoded as a string rather than an
+// mpint.
 func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
 	kem, err := provider.Lookup(spec.kem)
 	if err != nil {
@@ -86,7 +89,7 @@ func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte
 	defer provider.Release(ka)
 	kCL, err := ka.SharedSecret(qC[kem.PublicKeySize:])
 	if err != nil {
-		return nil, nil, kexError(err, "%s: client X25519 key rejected", spec.name)
+		return nil, nil, kexError(err, "%s: client %s key rejected", spec.name, spec.agree)
 	}
 	h, err := reg.Hash(spec.hash)
 	if err != nil {

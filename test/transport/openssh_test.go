@@ -214,6 +214,31 @@ func TestOpenSSHExec(t *testing.T) {
 	}
 }
 
+// TestOpenSSHDefaultsGetPostQuantumKex: an OpenSSH 8.5-9.9 client on its
+// own defaults (sntrup761x25519-sha512@openssh.com first) gets a
+// post-quantum key exchange from the server's default offer, not the
+// classical curve25519 behind it.
+func TestOpenSSHDefaultsGetPostQuantumKex(t *testing.T) {
+	f := newFixture(t, &sshd.Config{KexAlgorithms: transport.DefaultKex()})
+	out, errOut, code := f.run(t, nil, "echo ok", nil)
+	if out != "ok\n" || code != 0 {
+		t.Fatalf("stdout %q stderr %q status %d", out, errOut, code)
+	}
+	logs := f.logs.String()
+	var kex string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "key exchange done") {
+			_, rest, _ := strings.Cut(line, "kex=")
+			kex, _, _ = strings.Cut(rest, " ")
+			break
+		}
+	}
+	if !strings.HasPrefix(kex, "sntrup761x25519-sha512") && !strings.HasPrefix(kex, "mlkem768x25519") {
+		t.Fatalf("OpenSSH client on defaults negotiated %q, not a post-quantum kex", kex)
+	}
+	t.Logf("negotiated %s", kex)
+}
+
 // TestOpenSSHMatrix logs in (and runs an sftp command) over every cipher (and MAC) × key
 // exchange × host-key algorithm both sides support. Without OFFLOAD_LONG
 // the host-key types are covered with one cipher and key exchange.
