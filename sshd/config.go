@@ -33,8 +33,9 @@ type Config struct {
 	HostKeys []crypto.Signer
 
 	// Algorithm lists as in sshd_config; nil means the defaults of
-	// sshd/transport.
+	// sshd/transport's CryptoProfile (transport.ProfileDefault when empty).
 	Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms []string
+	CryptoProfile                                   transport.Profile
 
 	// RekeyLimit caps the bytes under one set of keys (0: the cipher's
 	// limit); RekeyInterval is the time between key exchanges (0: one
@@ -131,6 +132,7 @@ func (s *settings) transportConfig() *transport.Config {
 	return &transport.Config{
 		Registry: s.Registry, HostKeys: s.HostKeys,
 		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
+		Profile:       s.CryptoProfile,
 		ServerSigAlgs: serverSigAlgs(s.Auth),
 		Version:       s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
 		KexTimeout: s.KexTimeout,

@@ -11,6 +11,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/config"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/transport"
 )
 
 // maxBannerSize bounds the Banner file, which is sent before login.
@@ -31,7 +32,8 @@ func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer
 		Registry: reg, HostKeys: keys,
 		Ciphers: setList(c, "Ciphers", c.Ciphers), MACs: setList(c, "MACs", c.MACs),
 		KexAlgorithms: setList(c, "KexAlgorithms", c.KexAlgorithms), HostKeyAlgorithms: setList(c, "HostKeyAlgorithms", c.HostKeyAlgorithms),
-		RekeyLimit: uint64(c.RekeyLimit.Bytes), RekeyInterval: c.RekeyLimit.Interval,
+		CryptoProfile: transport.Profile(c.CryptoProfile),
+		RekeyLimit:    uint64(c.RekeyLimit.Bytes), RekeyInterval: c.RekeyLimit.Interval,
 		LoginGraceTime: c.LoginGraceTime, MaxStartups: c.MaxStartups.Full,
 		DropStartup: func(pending int) bool { return c.MaxStartups.Drop(pending, nil) },
 		Auth:        a, Logger: log,

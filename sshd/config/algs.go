@@ -104,6 +104,17 @@ func Primitives(sshName string) []string {
 	return nil
 }
 
+// profileDefaults is the default of list under the CryptoProfile profile:
+// the transport's profile lists for the four lists it negotiates.
+func profileDefaults(profile string, list AlgList) []string {
+	kinds := map[AlgList]transport.AlgorithmKind{KexList: transport.KindKex, MACList: transport.KindMAC,
+		HostKeyAlgList: transport.KindHostKey}
+	if k, ok := kinds[list]; ok && profile == string(transport.ProfileHardened) {
+		return transport.ProfileHardened.Defaults(k)
+	}
+	return DefaultAlgorithms(list)
+}
+
 // ParseAlgList resolves an sshd algorithm list argument against the
 // defaults, as sshd does: "a,b" replaces the list; "+a,b" appends to the
 // defaults; "-pat,pat" removes the defaults matching the wildcard

@@ -66,6 +66,7 @@ type Config struct {
 	PKCS11Tokens     []string // pkcs11: URIs selecting tokens; empty: all
 	PKCS11PinSource  string   // file holding the PIN; "" for the environment
 	CryptoPolicy     provider.Mode
+	CryptoProfile    string            // transport profile of the algorithm lists not set: default, hardened
 	ProviderMap      map[string]string // algorithm -> provider spec
 	ProviderDeny     []provider.DenyEntry
 	CalibrationCache string // directory; "" for the user cache dir, "none" for no cache

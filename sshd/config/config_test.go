@@ -97,6 +97,7 @@ PKCS11Module /usr/lib/softhsm/libsofthsm2.so
 PKCS11Token pkcs11:token=offload
 PKCS11PinSource /etc/offload/pin
 CryptoPolicy prefer-hardware
+CryptoProfile default
 ProviderMap aes128-gcm=cpu,ed25519=software
 ProviderMap aes128-gcm=software x25519=software
 ProviderDeny aes128-ctr chacha20=software
@@ -145,6 +146,7 @@ CalibrationCache /var/cache/offload
 		PKCS11Tokens:           []string{"pkcs11:token=offload"},
 		PKCS11PinSource:        "/etc/offload/pin",
 		CryptoPolicy:           provider.ModePreferHardware,
+		CryptoProfile:          "default",
 		ProviderMap:            map[string]string{"aes128-gcm": "cpu", "ed25519": "software", "x25519": "software"},
 		ProviderDeny:           []provider.DenyEntry{{Algorithm: "aes128-ctr"}, {Algorithm: "chacha20", Provider: "software"}},
 		ChannelWindowSize:      32 << 20,
@@ -174,7 +176,7 @@ func TestEveryKeywordIsTested(t *testing.T) {
 			t.Errorf("%s not found case-insensitively", k)
 		}
 	}
-	if len(Keywords()) != 42 {
+	if len(Keywords()) != 43 {
 		t.Errorf("%d keywords; update TestEveryKeyword and docs/configuration.md", len(Keywords()))
 	}
 }
@@ -517,5 +519,28 @@ func TestReferenceDocumentsEveryKeyword(t *testing.T) {
 		if !strings.Contains(string(b), "`"+kw.name) {
 			t.Errorf("docs/configuration.md does not mention %s", kw.name)
 		}
+	}
+}
+
+// TestCryptoProfileHardened: the lists the file leaves unset take the
+// hardened profile's defaults, whatever the order of the lines; a list
+// the file sets stays as set.
+func TestCryptoProfileHardened(t *testing.T) {
+	c := parse(t, "KexAlgorithms curve25519-sha256,sntrup761x25519-sha512@openssh.com\nCryptoProfile hardened\n")
+	if !slices.Equal(c.KexAlgorithms, []string{"curve25519-sha256", "sntrup761x25519-sha512@openssh.com"}) {
+		t.Errorf("explicit KexAlgorithms changed: %v", c.KexAlgorithms)
+	}
+	if slices.Contains(c.MACs, "hmac-sha2-256") || !slices.Contains(c.MACs, "hmac-sha2-256-etm@openssh.com") {
+		t.Errorf("hardened MACs %v", c.MACs)
+	}
+	if slices.Contains(c.HostKeyAlgorithms, "ecdsa-sha2-nistp256") {
+		t.Errorf("hardened host-key algorithms %v", c.HostKeyAlgorithms)
+	}
+	d := parse(t, "")
+	if !slices.Contains(d.MACs, "hmac-sha2-256") {
+		t.Errorf("default MACs lack hmac-sha2-256 (libssh2): %v", d.MACs)
+	}
+	if _, err := Parse("x", strings.NewReader("CryptoProfile paranoid\n"), nil); err == nil {
+		t.Error("unknown profile accepted")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/offload/offload/sshd/transport"
 )
 
 // keyword describes one configuration keyword: how many arguments it takes,
@@ -77,6 +79,10 @@ var keywords = []*keyword{
 	{name: "PKCS11Token", multi: true, minArgs: 1, maxArgs: 1, set: setPKCS11Token,
 		def: func(c *Config) { c.PKCS11Tokens = nil }, print: eachLine(func(c *Config) []string { return redactAll(c.PKCS11Tokens) })},
 	pathKW("PKCS11PinSource", func(c *Config) *string { return &c.PKCS11PinSource }),
+	// CryptoProfile: the algorithm lists not set in the file take the
+	// profile's defaults (FillDefaults runs after the whole file).
+	enumKW("CryptoProfile", string(transport.ProfileDefault), func(c *Config) *string { return &c.CryptoProfile },
+		[]string{string(transport.ProfileDefault), string(transport.ProfileHardened)}, nil),
 	{name: "CryptoPolicy", minArgs: 1, maxArgs: 1, set: setCryptoPolicy,
 		def:   func(c *Config) { c.CryptoPolicy = 0 },
 		print: func(c *Config) [][]string { return [][]string{{c.CryptoPolicy.String()}} }},
@@ -235,7 +241,7 @@ func enumKW(name, def string, field func(*Config) *string, choices []string, ali
 func algKW(name string, list AlgList, field func(*Config) *[]string) *keyword {
 	return &keyword{name: name, minArgs: 1, maxArgs: 1,
 		set: func(c *Config, a []string) (err error) { *field(c), err = ParseAlgList(list, a[0]); return err },
-		def: func(c *Config) { *field(c) = DefaultAlgorithms(list) },
+		def: func(c *Config) { *field(c) = profileDefaults(c.CryptoProfile, list) },
 		print: func(c *Config) [][]string {
 			return [][]string{{strings.Join(*field(c), ",")}}
 		}}

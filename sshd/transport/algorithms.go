@@ -23,6 +23,7 @@ type cipherSpec struct {
 	// rekeyBlock is the block size used for the RFC 4344 rekey limit.
 	rekeyBlock  int
 	onByDefault bool
+	warn        string // what scanners warn about; such rows are out of ProfileHardened
 }
 
 // macSpec is one row of the SSH MAC table.
@@ -33,6 +34,7 @@ type macSpec struct {
 	tagSize     int
 	etm         bool // encrypt-then-MAC: the MAC covers the ciphertext and the clear length
 	onByDefault bool
+	warn        string
 }
 
 // kexSpec is one row of the key exchange table.
@@ -43,6 +45,7 @@ type kexSpec struct {
 	kem         string // registry KEM of a hybrid exchange, or ""
 	method      *kexMethod
 	onByDefault bool
+	warn        string
 }
 
 // hostKeySpec maps a host-key signature algorithm to the public key type
@@ -52,6 +55,7 @@ type hostKeySpec struct {
 	keyType     string // ssh public key type of a signer that can make it
 	signature   string // registry signature algorithm behind it
 	onByDefault bool
+	warn        string
 }
 
 // The algorithm tables. Order within a table is the default preference,
@@ -67,26 +71,35 @@ var (
 	macTable = []macSpec{
 		{name: "hmac-sha2-256-etm@openssh.com", hmac: "hmac-sha256", keySize: 32, tagSize: 32, etm: true, onByDefault: true},
 		{name: "hmac-sha2-512-etm@openssh.com", hmac: "hmac-sha512", keySize: 64, tagSize: 64, etm: true, onByDefault: true},
-		{name: "hmac-sha2-256", hmac: "hmac-sha256", keySize: 32, tagSize: 32},
-		{name: "hmac-sha2-512", hmac: "hmac-sha512", keySize: 64, tagSize: 64},
+		// libssh2 (curl, PHP, many embedded clients) has only these with
+		// its CTR ciphers; OpenSSH offers them by default too.
+		{name: "hmac-sha2-256", hmac: "hmac-sha256", keySize: 32, tagSize: 32, onByDefault: true, warn: warnEaM},
+		{name: "hmac-sha2-512", hmac: "hmac-sha512", keySize: 64, tagSize: 64, onByDefault: true, warn: warnEaM},
 	}
 	kexTable = []kexSpec{
 		{name: "mlkem768x25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},
 		{name: "sntrup761x25519-sha512", method: ecdhMethod, hash: "sha512", agree: "x25519", kem: "sntrup761", onByDefault: true},
-		{name: "sntrup761x25519-sha512@openssh.com", method: ecdhMethod, hash: "sha512", agree: "x25519", kem: "sntrup761", onByDefault: true},
+		{name: "sntrup761x25519-sha512@openssh.com", method: ecdhMethod, hash: "sha512", agree: "x25519", kem: "sntrup761", onByDefault: true,
+			warn: "experimental algorithm (ssh-audit 2.5); the name OpenSSH 8.5 to 9.8 know"},
 		{name: "curve25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", onByDefault: true},
 		{name: "curve25519-sha256@libssh.org", method: ecdhMethod, hash: "sha256", agree: "x25519", onByDefault: true},
-		{name: "ecdh-sha2-nistp256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256"},
-		{name: "ecdh-sha2-nistp384", method: ecdhMethod, hash: "sha384", agree: "ecdh-p384"},
-		{name: "mlkem768nistp256-sha256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256", kem: "ml-kem-768"},
+		{name: "ecdh-sha2-nistp256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256", warn: warnNIST},
+		{name: "ecdh-sha2-nistp384", method: ecdhMethod, hash: "sha384", agree: "ecdh-p384", warn: warnNIST},
+		{name: "mlkem768nistp256-sha256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256", kem: "ml-kem-768", warn: warnNIST},
 	}
 	hostKeyTable = []hostKeySpec{
 		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},
-		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", signature: "ecdsa-p256-sha256", onByDefault: true},
-		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", signature: "ecdsa-p384-sha384", onByDefault: true},
+		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", signature: "ecdsa-p256-sha256", onByDefault: true, warn: warnNIST},
+		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", signature: "ecdsa-p384-sha384", onByDefault: true, warn: warnNIST},
 		{name: "rsa-sha2-512", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha512", onByDefault: true},
 		{name: "rsa-sha2-256", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha256", onByDefault: true},
 	}
+)
+
+// Scanner findings that keep an algorithm out of ProfileHardened.
+const (
+	warnEaM  = "encrypt-and-MAC mode (ssh-audit warns)"
+	warnNIST = "NIST elliptic curve (ssh-audit fails it)"
 )
 
 // Pseudo-algorithms announced in the kex list.

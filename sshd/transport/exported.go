@@ -34,6 +34,9 @@ type Algorithm struct {
 	// Primitives are the registry catalog algorithms (provider.Lookup
 	// names) the SSH algorithm is assembled from.
 	Primitives []string
+	// Warning is what security scanners say against the algorithm; an
+	// algorithm with one is left out of ProfileHardened.
+	Warning string
 }
 
 // Algorithms returns every SSH algorithm the transport implements, kind by
@@ -44,19 +47,19 @@ func Algorithms() []Algorithm {
 	var out []Algorithm
 	for i := range cipherTable {
 		c := &cipherTable[i]
-		out = append(out, Algorithm{KindCipher, c.name, c.onByDefault, c.primitives()})
+		out = append(out, Algorithm{KindCipher, c.name, c.onByDefault, c.primitives(), c.warn})
 	}
 	for i := range macTable {
 		m := &macTable[i]
-		out = append(out, Algorithm{KindMAC, m.name, m.onByDefault, m.primitives()})
+		out = append(out, Algorithm{KindMAC, m.name, m.onByDefault, m.primitives(), m.warn})
 	}
 	for i := range kexTable {
 		k := &kexTable[i]
-		out = append(out, Algorithm{KindKex, k.name, k.onByDefault, k.primitives()})
+		out = append(out, Algorithm{KindKex, k.name, k.onByDefault, k.primitives(), k.warn})
 	}
 	for i := range hostKeyTable {
 		h := &hostKeyTable[i]
-		out = append(out, Algorithm{KindHostKey, h.name, h.onByDefault, h.primitives()})
+		out = append(out, Algorithm{KindHostKey, h.name, h.onByDefault, h.primitives(), h.warn})
 	}
 	return out
 }
@@ -84,3 +87,41 @@ func (m *macSpec) primitives() []string { return nonEmpty(m.hmac) }
 func (k *kexSpec) primitives() []string { return nonEmpty(k.kem, k.agree, k.hash) }
 
 func (h *hostKeySpec) primitives() []string { return nonEmpty(h.signature) }
+
+// Profile names a set of default algorithm lists.
+type Profile string
+
+const (
+	// ProfileDefault lets every common client connect on its own
+	// defaults; ssh-audit warns only where it warns about OpenSSH's own
+	// defaults (docs/security.md).
+	ProfileDefault Profile = "default"
+	// ProfileHardened leaves out every default algorithm that has a
+	// Warning, for a scan without warnings: libssh2's CTR ciphers and
+	// OpenSSH 8.5 to 9.8 clients' post-quantum exchange go with them.
+	ProfileHardened Profile = "hardened"
+)
+
+// ParseProfile checks a profile name; "" is ProfileDefault.
+func ParseProfile(s string) (Profile, error) {
+	switch Profile(s) {
+	case "", ProfileDefault:
+		return ProfileDefault, nil
+	case ProfileHardened:
+		return ProfileHardened, nil
+	}
+	return "", fmt.Errorf("transport: unknown crypto profile %q (default, hardened)", s)
+}
+
+// Defaults returns the profile's default list of kind, in preference
+// order. The cipher list is in table order; NewServer orders it by the
+// registry when Config.Ciphers is nil.
+func (p Profile) Defaults(kind AlgorithmKind) []string {
+	var out []string
+	for _, a := range Algorithms() {
+		if a.Kind == kind && a.Default && (p != ProfileHardened || a.Warning == "") {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}

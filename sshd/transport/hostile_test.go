@@ -378,3 +378,20 @@ func TestPeerNameList(t *testing.T) {
 		}
 	}
 }
+
+// TestLibssh2OfferOnDefaults: libssh2 1.10 (curl, PHP's ssh2) offers CTR
+// ciphers with the encrypt-and-MAC hmac-sha2-256/512 only; the default
+// offer must meet it (it once said "no common MAC").
+func TestLibssh2OfferOnDefaults(t *testing.T) {
+	ts := newTestServer(t, &Config{})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-libssh2_1.10.0\r\n")
+	ki := clientKexInit("curve25519-sha256", "ecdh-sha2-nistp256", "diffie-hellman-group14-sha256")
+	ki.ciphersCS = []string{"aes128-ctr", "aes192-ctr", "aes256-ctr", "aes256-cbc"}
+	ki.ciphersSC = ki.ciphersCS
+	ki.macsCS = []string{"hmac-sha2-256", "hmac-sha2-512", "hmac-sha1"}
+	ki.macsSC = ki.macsCS
+	c.send(ki.marshal())
+	c.send(x25519Init(t))
+	c.expect(wire.MsgKexECDHReply)
+}

@@ -28,10 +28,14 @@ type Config struct {
 	// in its ConnOptions. Used in addition to HostKeys.
 	HostPublicKeys []ssh.PublicKey
 
+	// Profile chooses the defaults of the nil lists below (ProfileDefault
+	// when empty).
+	Profile Profile
+
 	Ciphers           []string // default: DefaultCiphers(Registry)
-	MACs              []string // default: DefaultMACs()
-	KexAlgorithms     []string // default: DefaultKex()
-	HostKeyAlgorithms []string // default: DefaultHostKeyAlgorithms()
+	MACs              []string // default: Profile.Defaults(KindMAC)
+	KexAlgorithms     []string // default: Profile.Defaults(KindKex)
+	HostKeyAlgorithms []string // default: Profile.Defaults(KindHostKey)
 	// ServerSigAlgs is announced in EXT_INFO; default DefaultServerSigAlgs.
 	ServerSigAlgs []string
 
@@ -130,11 +134,15 @@ func (s *Server) setHostKeys(cfg *Config) error {
 }
 
 func (s *Server) setOffer(cfg *Config) error {
+	prof, err := ParseProfile(string(cfg.Profile))
+	if err != nil {
+		return err
+	}
 	s.offer = offer{
-		kex:      orList(cfg.KexAlgorithms, DefaultKex()),
-		hostKeys: orList(cfg.HostKeyAlgorithms, DefaultHostKeyAlgorithms()),
+		kex:      orList(cfg.KexAlgorithms, prof.Defaults(KindKex)),
+		hostKeys: orList(cfg.HostKeyAlgorithms, prof.Defaults(KindHostKey)),
 		ciphers:  orList(cfg.Ciphers, nil),
-		macs:     orList(cfg.MACs, DefaultMACs()),
+		macs:     orList(cfg.MACs, prof.Defaults(KindMAC)),
 	}
 	if s.offer.ciphers == nil {
 		s.offer.ciphers = DefaultCiphers(cfg.Registry)

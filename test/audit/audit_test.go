@@ -14,6 +14,7 @@ import (
 
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
+	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/test/hostile/harness"
 )
 
@@ -139,6 +140,23 @@ func TestSSHAudit(t *testing.T) {
 	}
 	port := srv.Addr[strings.LastIndex(srv.Addr, ":")+1:]
 	checkJSON(t, srv, run(t, bin, "-j", "-t", "20", "-p", port, "127.0.0.1"))
+	if t.Failed() {
+		t.Logf("ssh-audit said:\n%s", text)
+	}
+}
+
+// TestSSHAuditHardened: CryptoProfile hardened draws no warning at all
+// (notes that the scanner does not know an algorithm aside).
+func TestSSHAuditHardened(t *testing.T) {
+	bin := testenv.LookPath(t, "ssh-audit", "apt-get install ssh-audit")
+	srv := harness.Start(t, func(c *sshd.Config) {
+		*c = sshd.Config{Logger: c.Logger, CryptoProfile: transport.ProfileHardened}
+	})
+	text := scan(t, bin, srv.Addr)
+	bad, _ := findings(text)
+	for _, f := range bad {
+		t.Errorf("ssh-audit %s: %s", f.level, f.line)
+	}
 	if t.Failed() {
 		t.Logf("ssh-audit said:\n%s", text)
 	}
