@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/sshd/config"
+	"github.com/offload/offload/sshd/sshlog"
 )
 
 // DefaultSshdConfig is read when -f is not given and the file exists.
@@ -159,7 +160,7 @@ func cmdSshd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return runDaemon(ctx, o, log)
 }
 
-// logger returns the text logger to stderr (or -E file). The level is
+// logger returns the logger to stderr (or -E file; see logHandler). The level is
 // debug with -d, otherwise the configuration's LogLevel; -t and -T log
 // warnings only, so their output stays readable.
 func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
@@ -189,7 +190,22 @@ func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 	}
 	o.level = new(slog.LevelVar)
 	o.level.Set(level)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.level})), closeFn, nil
+	return slog.New(o.logHandler(w)), closeFn, nil
+}
+
+// logHandler is the log format: OpenSSH's lines (with the syslog time,
+// host and sshd[PID] prefix) in a -E file and on a stderr that journald
+// reads (JOURNAL_STREAM set; journald adds the prefix itself), so that
+// fail2ban and other readers of sshd logs read offload's; otherwise
+// slog's text format.
+func (o *sshdOptions) logHandler(w io.Writer) slog.Handler {
+	switch {
+	case o.logFile != "":
+		return sshlog.NewHandler(w, &sshlog.Options{Format: sshlog.Syslog, Level: o.level})
+	case os.Getenv("JOURNAL_STREAM") != "":
+		return sshlog.NewHandler(w, &sshlog.Options{Format: sshlog.Bare, Level: o.level})
+	}
+	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.level})
 }
 
 // setLevel applies a reloaded configuration's LogLevel, unless -d fixed

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/offload/offload/sshd/config"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/sshlog"
 )
 
 // writeHostKey writes an OpenSSH ed25519 private key file and returns its path.
@@ -181,5 +183,21 @@ func TestSshdArgs(t *testing.T) {
 	o, err := parseSshdFlags([]string{"-ddd", "-p2022", "-oMaxSessions=3"}, new(bytes.Buffer))
 	if err != nil || o.debug != 3 || o.ports[0] != "2022" || o.overrides[0] != "MaxSessions=3" {
 		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+// -E writes OpenSSH's format with the syslog prefix, which fail2ban reads.
+func TestSshdLogFileFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sshd.log")
+	o := &sshdOptions{logFile: path}
+	log, closeFn, err := o.logger(new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("Invalid user admin from 192.0.2.1 port 4242", sshlog.Worded(), "user", "admin")
+	closeFn()
+	b, _ := os.ReadFile(path)
+	if !regexp.MustCompile(`^\w{3} [ \d]\d \d\d:\d\d:\d\d \S+ sshd\[\d+\]: Invalid user admin from 192.0.2.1 port 4242\n$`).Match(b) {
+		t.Fatalf("-E line %q", b)
 	}
 }

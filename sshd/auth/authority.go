@@ -12,6 +12,7 @@ import (
 
 	"github.com/offload/offload/sshd/account"
 	"github.com/offload/offload/sshd/pam"
+	"github.com/offload/offload/sshd/sshlog"
 
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
@@ -242,7 +243,8 @@ func (s *decider) failure(ctx context.Context, method string, counted bool) *Dec
 	}
 	if counted {
 		if s.failures++; s.failures >= s.cfg.maxTries {
-			s.logf(s.log.Info, "maximum authentication attempts exceeded for %s%s from %s port %d ssh2", s.invalidTag(), s.user, s.addr, s.port)
+			s.logf(s.log.Error, "maximum authentication attempts exceeded for %s%s from %s port %d ssh2 [preauth]", s.invalidTag(), s.user, s.addr, s.port)
+			s.logf(s.log.Info, "%s", sshlog.TooManyFailures(s.peer()))
 			return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "Too many authentication failures", ErrTooManyFailures)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/sshlog"
 )
 
 // Log lines are written in OpenSSH's words (the message of each record is
@@ -16,7 +18,12 @@ import (
 
 // logf logs an OpenSSH-format line at the level of fn.
 func (s *decider) logf(fn func(msg string, args ...any), format string, args ...any) {
-	fn(fmt.Sprintf(format, args...), "user", s.user)
+	fn(fmt.Sprintf(format, args...), sshlog.Worded(), "user", s.user)
+}
+
+// peer is the connection as sshlog names it.
+func (s *decider) peer() sshlog.Peer {
+	return sshlog.Peer{Addr: s.addr, Port: s.port, User: s.user, InvalidUser: s.invalidTag() != "", Authenticated: s.done}
 }
 
 // invalidTag is OpenSSH's "invalid user " for accounts that may not log
@@ -44,13 +51,17 @@ func (s *decider) authLog(fn func(msg string, args ...any), what, method string)
 		extra = ": " + s.info
 	}
 	line := fmt.Sprintf("%s %s for %s%.100s from %s port %d ssh2%s", what, s.methodName(method), s.invalidTag(), s.user, s.addr, s.port, extra)
-	fn(line, "event", strings.ToLower(what), "user", s.user, "method", method)
+	fn(line, sshlog.Worded(), "event", strings.ToLower(what), "user", s.user, "method", method)
 }
 
 // authLogFailed logs a failure at OpenSSH's level: INFO for passwords,
 // invalid users and from half of MaxAuthTries on; VERBOSE otherwise.
 func (s *decider) authLogFailed(method string) {
 	fn := s.log.Debug
+	if method == methodNone { // OpenSSH's monitor never sees "none"
+		s.authLog(fn, "Failed", method)
+		return
+	}
 	if method == methodPassword || s.invalidTag() != "" || s.failures+1 >= s.cfg.maxTries/2 {
 		fn = s.log.Info
 	}

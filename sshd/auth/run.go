@@ -7,8 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
+	"strconv"
 
 	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/sshlog"
+	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -78,6 +82,8 @@ type conversation struct {
 	requests      int
 	buf           []byte
 	prompts       int // prompts of the INFO_REQUEST awaiting a response; -1 none
+	addr          netip.Addr
+	port          uint16
 }
 
 func newConversation(ctx context.Context, pc wire.PacketConn, a Authority, o *ServeOptions) *conversation {
@@ -89,7 +95,8 @@ func newConversation(ctx context.Context, pc wire.PacketConn, a Authority, o *Se
 	if max <= 0 {
 		max = 10 * DefaultMaxAuthTries
 	}
-	return &conversation{ctx: ctx, pc: pc, a: a, log: peerLogger(log, o.Remote), max: max, prompts: -1}
+	addr, port := remoteAddr(o.Remote)
+	return &conversation{ctx: ctx, pc: pc, a: a, log: peerLogger(log, o.Remote), max: max, prompts: -1, addr: addr, port: port}
 }
 
 func (s *conversation) serve() (*perm.Permissions, error) {
@@ -283,8 +290,29 @@ func (s *conversation) read() ([]byte, error) {
 }
 
 func (s *conversation) readError(err error) error {
-	s.log.Info("auth: connection ended before authentication", "err", err)
+	if s.ctx.Err() == nil { // not our own deadline: the client went away
+		s.logClosed(err)
+	}
+	s.log.Debug("auth: connection ended before authentication", "err", err)
 	return fmt.Errorf("auth: read: %w", err)
+}
+
+// logClosed logs the end of the connection by the client in OpenSSH's
+// words. The conversation does not know whether the user is valid (the
+// Authority does), so a named user is an "authenticating user".
+func (s *conversation) logClosed(err error) {
+	p := sshlog.Peer{Addr: s.addr, Port: s.port, User: s.user}
+	var de *transport.DisconnectError
+	if errors.As(err, &de) && de.FromPeer && de.Reason != wire.DisconnectConnectionLost {
+		msg, uerr := strconv.Unquote(de.Message)
+		if uerr != nil {
+			msg = de.Message
+		}
+		s.log.Info(sshlog.ReceivedDisconnect(p, de.Reason, msg), sshlog.Worded())
+		s.log.Info(sshlog.Disconnected(p), sshlog.Worded())
+		return
+	}
+	s.log.Info(sshlog.ConnectionClosed(p), sshlog.Worded())
 }
 
 func (s *conversation) unexpected(p []byte, want string) error {

@@ -59,8 +59,9 @@ func openSSHD(t *testing.T, f *fixture, lines ...string) (string, *sshtest.LogBu
 		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
 	}
 	port := freePort(t)
-	cfg := append([]string{"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + hostKey, "PidFile none",
-		"LogLevel VERBOSE", "AuthorizedKeysFile .ssh/authorized_keys"}, lines...)
+	// the first setting of a keyword wins: lines come before the defaults
+	cfg := append(lines, "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey, "PidFile none",
+		"LogLevel VERBOSE", "AuthorizedKeysFile .ssh/authorized_keys")
 	path := filepath.Join(f.dir, "sshd_config."+port)
 	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
 	log := &sshtest.LogBuffer{}
@@ -95,12 +96,17 @@ func waitPort(t *testing.T, port string, log fmt.Stringer) {
 	t.Fatalf("sshd did not listen on %s:\n%s", port, log)
 }
 
-// offloadSSHD serves a with offload's server in this process.
+// offloadSSHD serves a with offload's server in this process; the log
+// is a.Logger's when set.
 func offloadSSHD(t *testing.T, a *auth.Config) (string, *sshtest.LogBuffer) {
 	t.Helper()
 	logs := &sshtest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a.Logger = log
+	if a.Logger == nil {
+		a.Logger = log
+	} else {
+		log = a.Logger
+	}
 	srv, err := sshd.NewServer(&sshd.Config{Auth: a, Logger: log, Conn: &connection.Config{}})
 	if err != nil {
 		t.Fatal(err)
