@@ -270,7 +270,7 @@ func TestOpenSSHBannerAndMaxAuthTries(t *testing.T) {
 		opts = append(opts, "IdentityFile="+f.keygen("wrong_"+n, "ed25519"))
 	}
 	_, errs, code := f.login(s, filepath.Join(f.dir, "wrong_a"), "echo ok", append(opts, "LogLevel=INFO")...)
-	if code != 255 || !strings.Contains(errs, "offload test banner") || !strings.Contains(errs, "too many authentication failures") {
+	if code != 255 || !strings.Contains(errs, "offload test banner") || !strings.Contains(errs, "Too many authentication failures") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
