@@ -306,8 +306,8 @@ func TestRevokedKeys(t *testing.T) {
 		t.Fatal("certificate of a revoked CA accepted")
 	}
 	w.cfg.RevokedKeys = w.writeFile("krl", "SSHKRL\n\x00binary", 0o644)
-	if login(other) {
-		t.Fatal("binary KRL not refused")
+	if login(other) || !w.logged("refusing all public keys") {
+		t.Fatal("a malformed KRL did not refuse every key")
 	}
 	w.cfg.RevokedKeys = filepath.Join(w.home, "missing")
 	if login(other) || !w.logged("refusing all public keys") {

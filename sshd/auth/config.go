@@ -74,10 +74,10 @@ type Config struct {
 	// of them are accepted. Empty means none.
 	TrustedUserCAKeys string
 
-	// RevokedKeys, when set, is a file of public keys (authorized_keys
-	// format, no options) that may not log in: a listed key, certificate
-	// key or CA is refused. A file that cannot be read, or an OpenSSH
-	// binary KRL, refuses every key.
+	// RevokedKeys, when set, is an OpenSSH KRL (ssh-keygen -k) or a file
+	// of public keys (authorized_keys format, no options) that may not
+	// log in: a listed key, certificate key or CA is refused. A file that
+	// cannot be read or parsed refuses every key.
 	RevokedKeys string
 
 	// AuthorizedPrincipalsFile, when set (a pattern like

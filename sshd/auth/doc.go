@@ -119,7 +119,11 @@
 // the certificate. Missing permit-* extensions become the No* fields of
 // perm.Permissions.
 //
-// Keys, certificate keys and CAs listed in Config.RevokedKeys are refused.
+// Config.RevokedKeys is an OpenSSH KRL (package krl: explicit keys,
+// SHA-1/SHA-256 fingerprints, certificate serials, ranges, bitmaps and key
+// IDs per CA or for any CA) or a list of public keys (a listed key,
+// certificate key or CA is refused). A file that cannot be read or
+// parsed refuses every key, as in OpenSSH.
 //
 // # Files
 //
@@ -134,8 +138,8 @@
 //
 // No DNS: from= and AllowUsers host patterns match addresses only (as
 // with UseDNS no). Not implemented: AuthorizedKeysCommand,
-// AuthorizedPrincipalsCommand, binary KRLs, password changes in the
-// password method. PAM prompts are one per round (see package pam).
+// AuthorizedPrincipalsCommand, password changes in the password method,
+// signed KRLs (refused, as by OpenSSH 9.4 and later). PAM prompts are one per round (see package pam).
 // A PAM account refusal sends SSH_MSG_DISCONNECT where OpenSSH just
 // closes the connection. permitlisten= and tunnel=
 // lines are refused (see above). Unknown users are answered like real

@@ -22,7 +22,7 @@ func (e *FileError) Error() string { return fmt.Sprintf("auth: file %s: %v", e.P
 func (e *FileError) Unwrap() error { return e.Err }
 
 var (
-	errTooLarge   = fmt.Errorf("larger than %d bytes", MaxFileSize)
+	errTooLarge   = errors.New("too large")
 	errNotRegular = errors.New("not a regular file")
 	errBadOwner   = errors.New("bad ownership or modes") // StrictModes
 )
@@ -97,22 +97,27 @@ func readUserFile(path string, u *user.User, strict bool) ([]byte, error) {
 }
 
 // readFile reads an administrator's file (the CA keys), bounded.
-func readFile(path string) ([]byte, error) {
+func readFile(path string) ([]byte, error) { return readFileMax(path, MaxFileSize) }
+
+// readFileMax reads an administrator's file of at most max bytes.
+func readFileMax(path string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &FileError{path, err}
 	}
 	defer f.Close()
-	return readBounded(path, f)
+	return readAtMost(path, f, max)
 }
 
-func readBounded(path string, r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+func readBounded(path string, r io.Reader) ([]byte, error) { return readAtMost(path, r, MaxFileSize) }
+
+func readAtMost(path string, r io.Reader, max int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
 		return nil, &FileError{path, err}
 	}
-	if len(b) > MaxFileSize {
-		return nil, &FileError{path, errTooLarge}
+	if len(b) > max {
+		return nil, &FileError{path, fmt.Errorf("%w: more than %d bytes", errTooLarge, max)}
 	}
 	return b, nil
 }

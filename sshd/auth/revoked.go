@@ -2,31 +2,40 @@ package auth
 
 import (
 	"bytes"
-	"errors"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/krl"
 )
 
-// krlMagic starts an OpenSSH binary key revocation list, which offload
-// does not read.
-var krlMagic = []byte("SSHKRL\n\x00")
+// MaxRevokedKeysSize bounds a RevokedKeys file (KRL or key list).
+const MaxRevokedKeysSize = 16 << 20
 
-var errKRL = errors.New("binary KRL files are not supported; list public keys instead")
-
-// checkRevoked refuses key when it, the key in a certificate, or the
-// certificate's CA is listed in Config.RevokedKeys. A RevokedKeys file
-// that cannot be read refuses every key, as in OpenSSH.
+// checkRevoked refuses key when Config.RevokedKeys revokes it: an
+// OpenSSH KRL (package krl), or a list of public keys where the key, the
+// key in a certificate or the certificate's CA is listed. A RevokedKeys
+// file that cannot be read or parsed refuses every key, as in OpenSSH.
 func (s *decider) checkRevoked(key ssh.PublicKey) error {
 	if s.cfg.RevokedKeys == "" {
 		return nil
 	}
-	data, err := readFile(s.cfg.RevokedKeys)
-	if err == nil && bytes.HasPrefix(data, krlMagic) {
-		err = &FileError{s.cfg.RevokedKeys, errKRL}
+	data, err := readFileMax(s.cfg.RevokedKeys, MaxRevokedKeysSize)
+	var list *krl.KRL
+	if err == nil && krl.IsKRL(data) {
+		if list, err = krl.Parse(data); err != nil {
+			err = &FileError{s.cfg.RevokedKeys, err}
+		}
 	}
 	if err != nil {
 		s.log.Error("auth: RevokedKeys unusable: refusing all public keys", "err", err)
 		return rejectf(err, "RevokedKeys unusable")
+	}
+	if list != nil {
+		if list.Revoked(key) {
+			s.logf(s.log.Error, "Authentication key %s revoked by file %s", describeKey(key), s.cfg.RevokedKeys)
+			return reject("key revoked by the KRL " + s.cfg.RevokedKeys)
+		}
+		return nil
 	}
 	candidates := [][]byte{key.Marshal()}
 	if c, ok := key.(*ssh.Certificate); ok {
