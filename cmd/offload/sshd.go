@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/config"
 	"github.com/offload/offload/sshd/sshlog"
 )
@@ -27,13 +28,16 @@ type sshdOptions struct {
 	ports           listFlag // -p port
 	test            bool     // -t
 	print           bool     // -T
+	connSpec        string   // -C: the connection -T evaluates Match for
 	debug           int      // -d, repeatable
 	inetd           bool     // -i
+	stderr          bool     // -e: log to stderr even with SyslogFacility
 	logFile         string   // -E
 	shutdownTimeout time.Duration
 	cpuProfile      string // -cpuprofile
 
 	level *slog.LevelVar // the log level, which a reload may change
+	log   *slog.Logger   // where configuration warnings go, once set
 }
 
 // listFlag collects a repeatable string flag.
@@ -67,15 +71,16 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 	fs.Var(&o.ports, "p", "`port` to listen on, replacing the file's Port lines; repeatable")
 	fs.BoolVar(&o.test, "t", false, "check the configuration and that the host keys open, then exit")
 	fs.BoolVar(&o.print, "T", false, "print the effective configuration and which provider serves each algorithm, then exit")
+	fs.StringVar(&o.connSpec, "C", "", "with -T: evaluate Match for the `connection` user=,host=,addr=,laddr=,lport=,rdomain=[,invalid-user]")
 	fs.Var(countFlag{&o.debug}, "d", "debug: stay in the foreground and log at debug level to stderr")
 	fs.BoolVar(&o.inetd, "i", false, "inetd mode: serve one connection on stdin/stdout")
 	fs.StringVar(&o.logFile, "E", "", "append logs to `file` instead of stderr")
 	fs.Bool("D", false, "accepted for sshd compatibility: offload sshd always runs in the foreground")
-	fs.Bool("e", false, "accepted for sshd compatibility: logs go to stderr unless -E is given")
+	fs.BoolVar(&o.stderr, "e", false, "log to stderr even when SyslogFacility sends logs to syslog")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long sessions may finish before they are disconnected")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the server's whole run to `file` (for benchmarks)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T] [-d] [-i] [-E logfile]")
+		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T [-C spec]] [-d] [-e] [-i] [-E logfile]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(sshdArgs(args)); err != nil {
@@ -86,6 +91,9 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 	}
 	if o.test && o.print {
 		o.test = false // -T checks too
+	}
+	if o.connSpec != "" && !o.print {
+		return nil, usagef("-C needs -T")
 	}
 	for _, p := range o.ports {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -111,7 +119,7 @@ func sshdArgs(args []string) []string {
 			return append(out, args[i:]...)
 		case len(a) < 3 || a[0] != '-' || a[1] == '-':
 			out = append(out, a)
-		case strings.IndexByte("fopE", a[1]) >= 0 && a[2] != '=':
+		case strings.IndexByte("fopEC", a[1]) >= 0 && a[2] != '=':
 			out = append(out, a[:2], a[2:])
 		case strings.Trim(a[1:], "dDeitT") == "":
 			for _, c := range a[1:] {
@@ -125,13 +133,21 @@ func sshdArgs(args []string) []string {
 }
 
 // loadConfig reads the file with the overrides; -p counts as -o Port.
+// Its warnings (deprecated keywords, algorithms offload lacks) are logged
+// once the logger is set, as sshd logs them at each start and reload.
 func (o *sshdOptions) loadConfig() (*config.Config, error) {
 	overrides := make([]string, 0, len(o.ports)+len(o.overrides))
 	for _, p := range o.ports {
 		overrides = append(overrides, "Port="+p)
 	}
 	overrides = append(overrides, o.overrides...)
-	return config.Load(o.file, overrides)
+	c, err := config.Load(o.file, overrides)
+	if err == nil && o.log != nil {
+		for _, w := range c.Warnings() {
+			o.log.Log(context.Background(), max(w.Level, slog.LevelDebug), w.String())
+		}
+	}
+	return c, err
 }
 
 // cmdSshd is `offload sshd`: the SSH server with the configuration of an
@@ -146,6 +162,7 @@ func cmdSshd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeLog()
+	o.log = log
 	stop, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
@@ -160,17 +177,18 @@ func cmdSshd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return runDaemon(ctx, o, log)
 }
 
-// logger returns the logger to stderr (or -E file; see logHandler). The level is
-// debug with -d, otherwise the configuration's LogLevel; -t and -T log
-// warnings only, so their output stays readable.
+// logger returns the logger: text to stderr (or the -E file), or to
+// syslog when the configuration sets SyslogFacility (as sshd, unless -d,
+// -e, -E, -t, -T or -i without -E). The level is debug with -d, otherwise
+// the configuration's LogLevel; -t and -T log warnings only, so their
+// output stays readable. Records pass a level filter (o.level) over a
+// handler that takes every level, so that a connection's own LogLevel
+// (Match) can be higher or lower (withLevel).
 func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
-	w, closeFn := stderr, func() {}
-	if o.logFile != "" {
-		f, err := os.OpenFile(o.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-		if err != nil {
-			return nil, nil, fmt.Errorf("-E: %w", err)
-		}
-		w, closeFn = f, func() { f.Close() }
+	c, cerr := o.loadConfig()
+	h, closeFn, err := o.logHandler(stderr, c)
+	if err != nil {
+		return nil, nil, err
 	}
 	level := slog.LevelInfo
 	switch {
@@ -183,29 +201,42 @@ func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 		// connection itself (inetd): errors only, as sshd -i sends its
 		// logs to syslog rather than there. -E or -d for more.
 		level = slog.LevelError
-	default:
-		if c, err := o.loadConfig(); err == nil {
-			level = c.SlogLevel()
-		}
+	case cerr == nil:
+		level = c.SlogLevel()
 	}
 	o.level = new(slog.LevelVar)
 	o.level.Set(level)
-	return slog.New(o.logHandler(w)), closeFn, nil
+	return slog.New(&levelHandler{inner: h, level: o.level}), closeFn, nil
 }
 
-// logHandler is the log format: OpenSSH's lines (with the syslog time,
-// host and sshd[PID] prefix) in a -E file and on a stderr that journald
-// reads (JOURNAL_STREAM set; journald adds the prefix itself), so that
-// fail2ban and other readers of sshd logs read offload's; otherwise
-// slog's text format.
-func (o *sshdOptions) logHandler(w io.Writer) slog.Handler {
-	switch {
-	case o.logFile != "":
-		return sshlog.NewHandler(w, &sshlog.Options{Format: sshlog.Syslog, Level: o.level})
-	case os.Getenv("JOURNAL_STREAM") != "":
-		return sshlog.NewHandler(w, &sshlog.Options{Format: sshlog.Bare, Level: o.level})
+// logHandler is where logs go, and in which format: OpenSSH's lines
+// (sshlog) with the syslog time, host and sshd[PID] prefix in a -E file,
+// bare on a stderr that journald reads (JOURNAL_STREAM set; journald adds
+// the prefix itself) and in syslog with SyslogFacility, so that fail2ban
+// and other readers of sshd logs read offload's; otherwise slog's text
+// format on stderr. The handler takes every level: the caller's filter
+// decides.
+func (o *sshdOptions) logHandler(stderr io.Writer, c *config.Config) (slog.Handler, func(), error) {
+	all := slog.LevelDebug - 4
+	if o.logFile != "" {
+		f, err := os.OpenFile(o.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-E: %w", err)
+		}
+		return sshlog.NewHandler(f, &sshlog.Options{Format: sshlog.Syslog, Level: all}), func() { f.Close() }, nil
 	}
-	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: o.level})
+	toStderr := o.debug > 0 || o.stderr || o.test || o.print || o.inetd || c == nil
+	if fac := syslogFacility(c); !toStderr && fac != "" {
+		w, err := newSyslogWriter(fac)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sshlog.NewHandler(w, &sshlog.Options{Format: sshlog.Bare, Level: all}), func() { w.Close() }, nil
+	}
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		return sshlog.NewHandler(stderr, &sshlog.Options{Format: sshlog.Bare, Level: all}), func() {}, nil
+	}
+	return slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: all}), func() {}, nil
 }
 
 // setLevel applies a reloaded configuration's LogLevel, unless -d fixed
@@ -216,17 +247,56 @@ func (o *sshdOptions) setLevel(c *config.Config) {
 	}
 }
 
-// checkSshd is -t and -T: everything a start does except listening.
+// checkSshd is -t and -T: everything a start does except listening. -T
+// prints the effective configuration, for the -C connection when given
+// (its Match blocks applied).
 func checkSshd(ctx context.Context, o *sshdOptions, stdout io.Writer, log *slog.Logger) error {
-	g, err := loadGeneration(ctx, o, nil, log)
+	if !o.print {
+		g, err := loadGeneration(ctx, o, nil, log)
+		if err != nil {
+			return err
+		}
+		g.retire()
+		return nil
+	}
+	c, err := o.loadConfig()
 	if err != nil {
 		return err
 	}
-	defer g.retire()
-	if o.print {
-		return printEffective(stdout, g.cfg, g.reg, g.keys, g.srv.Transport())
+	eff := c
+	if o.connSpec != "" {
+		ci, err := config.ParseConnSpec(o.connSpec)
+		if err != nil {
+			return err
+		}
+		if eff, err = c.ForConnection(ci); err != nil {
+			log.Warn("Match evaluation", "err", err)
+		}
 	}
-	return nil
+	return printConfig(ctx, stdout, eff, log)
+}
+
+// printConfig opens what eff names, as a start would, and prints it.
+func printConfig(ctx context.Context, stdout io.Writer, eff *config.Config, log *slog.Logger) error {
+	reg, err := sshdRegistry(eff, nil, log)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	keys, err := openHostKeys(ctx, eff, reg)
+	if err != nil {
+		return err
+	}
+	sc, err := buildServerConfig(eff, reg, signers(keys), log)
+	if err != nil {
+		return err
+	}
+	srv, err := sshd.NewServer(sc)
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown(context.Background())
+	return printEffective(stdout, eff, reg, keys, srv.Transport())
 }
 
 // serveInetd serves the one connection on stdin/stdout (-i). SIGTERM

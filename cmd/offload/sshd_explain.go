@@ -29,9 +29,9 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 	}
 	fmt.Fprintf(w, "# policy %s\n", reg.Policy())
 	sections := []struct {
-		what  string
+		what  transport.AlgorithmKind
 		names []string
-	}{{"cipher", eff.Ciphers}, {"mac", eff.MACs}, {"kex", eff.KexAlgorithms}}
+	}{{transport.KindCipher, eff.Ciphers}, {transport.KindMAC, eff.MACs}, {transport.KindKex, eff.KexAlgorithms}}
 	for _, s := range sections {
 		for _, name := range s.names {
 			explainAlgorithm(w, reg, s.what, name)
@@ -45,8 +45,10 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 
 // explainAlgorithm prints one line per catalog primitive behind an SSH
 // algorithm: the chosen provider and the registry's reason.
-func explainAlgorithm(w io.Writer, reg *provider.Registry, what, name string) {
-	prims := config.Primitives(name)
+func explainAlgorithm(w io.Writer, reg *provider.Registry, kind transport.AlgorithmKind, name string) {
+	what := kind.String()
+	a, _ := transport.LookupAlgorithm(kind, name)
+	prims := a.Primitives
 	if len(prims) == 0 {
 		fmt.Fprintf(w, "# %s %s: no provider mapping known\n", what, name)
 		return

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"crypto"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
@@ -103,19 +103,26 @@ type hostKey struct {
 	provider string
 }
 
-// openHostKeys opens every HostKey through the registry. A configuration
-// without one is an error: an ephemeral key would change at each start.
+// openHostKeys opens every HostKey through the registry. Without a
+// HostKey line it opens those of sshd's default files
+// (config.DefaultHostKeys) that it can, skipping the others as sshd does;
+// none at all is an error: an ephemeral key would change at each start.
 func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry) ([]hostKey, error) {
-	if len(c.HostKeys) == 0 {
-		return nil, errors.New("no HostKey configured (a key file, or a pkcs11: URI)")
-	}
+	defaults := !c.IsSet("HostKey")
 	var out []hostKey
 	for _, ref := range c.HostKeys {
 		s, p, err := reg.OpenSigner(ctx, ref)
+		if err != nil && defaults {
+			continue // a default key that does not exist or cannot be read
+		}
 		if err != nil {
 			return nil, fmt.Errorf("HostKey %s: %w", provider.RedactRef(ref), err)
 		}
 		out = append(out, hostKey{ref: ref, signer: s, provider: p.Name()})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no HostKey configured (a key file, or a pkcs11: URI), and none of %s can be read",
+			strings.Join(c.HostKeys, ", "))
 	}
 	return out, nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"crypto"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd"
@@ -14,17 +16,37 @@ import (
 	"github.com/offload/offload/sshd/transport"
 )
 
+// This file translates a parsed configuration into what the server runs
+// with: sshd.Config (serverConfig), and per connection the auth and
+// connection settings of its Match blocks (connSettings). Every supported
+// keyword of sshd/config's table lands here or in the daemon
+// (daemonView); TestNoKeywordIgnored fails for one that lands nowhere.
+
 // maxBannerSize bounds the Banner file, which is sent before login.
 const maxBannerSize = 64 << 10
+
+// errMatchNotApplied refuses a configuration with Match blocks while the
+// server cannot apply settings per connection: they would be ignored.
+var errMatchNotApplied = errors.New("Match blocks: this build of offload sshd cannot apply settings per connection yet " +
+	"(sshd.Config has no per-connection hook); `offload sshd -T -C user=...` shows what they would do")
 
 // serverConfig translates a parsed configuration into the server's
 // Config. Lists not set in the file stay nil so that the server picks its
 // defaults (the cipher order then follows calibration).
 func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer, log *slog.Logger) (*sshd.Config, error) {
+	if c.HasMatch() {
+		return nil, errMatchNotApplied
+	}
+	return buildServerConfig(c, reg, keys, log)
+}
+
+// buildServerConfig is serverConfig without the Match check, for -T,
+// which evaluates Match itself.
+func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer, log *slog.Logger) (*sshd.Config, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a, err := authConfig(c, log)
+	a, cc, err := connSettings(c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -36,13 +58,21 @@ func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer
 		RekeyLimit:    uint64(c.RekeyLimit.Bytes), RekeyInterval: c.RekeyLimit.Interval,
 		LoginGraceTime: c.LoginGraceTime, MaxStartups: c.MaxStartups.Full,
 		DropStartup: func(pending int) bool { return c.MaxStartups.Drop(pending, nil) },
-		Auth:        a, Logger: log,
+		Version:     versionString(c.VersionAddendum),
+		Auth:        a, Conn: cc, Logger: log,
 	}
 	if c.LoginGraceTime == 0 {
 		sc.LoginGraceTime = -1 // sshd_config: 0 means no limit
 	}
-	sc.Conn = connectionConfig(c, log)
 	return sc, nil
+}
+
+// versionString is the identification string with VersionAddendum.
+func versionString(addendum string) string {
+	if addendum == "" {
+		return ""
+	}
+	return transport.DefaultVersion + " " + addendum
 }
 
 func setList(c *config.Config, keyword string, v []string) []string {
@@ -52,6 +82,42 @@ func setList(c *config.Config, keyword string, v []string) []string {
 	return nil
 }
 
+// connSettings translates the keywords that may differ per connection
+// (those a Match block may set) into the auth and connection settings.
+func connSettings(c *config.Config, log *slog.Logger) (*auth.Config, *connection.Config, error) {
+	a, err := authConfig(c, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, connectionConfig(c, log), nil
+}
+
+// perConnection returns what the server needs once a connection's user
+// is known: the auth and connection settings of the Match blocks that
+// match it, or nil, nil (the server-wide ones) when none does. The
+// lead's sshd.Config.PerConnection hook calls it.
+func perConnection(c *config.Config, log *slog.Logger) func(config.ConnInfo) (*auth.Config, *connection.Config, error) {
+	return func(ci config.ConnInfo) (*auth.Config, *connection.Config, error) {
+		if ci.Host == "" {
+			ci.Host = ci.Addr // UseDNS no: the host is the address
+		}
+		eff, err := c.ForConnection(ci)
+		if err != nil {
+			log.Warn("Match evaluation failed; the lines needing it do not apply", "user", ci.User, "err", err)
+		}
+		if eff == c {
+			return nil, nil, nil
+		}
+		if eff.RefuseConnection {
+			return nil, nil, fmt.Errorf("RefuseConnection: connection from %s refused by configuration", ci.Addr)
+		}
+		if eff.LogLevel != c.LogLevel {
+			log = withLevel(log, eff.SlogLevel()) // LogLevel in a Match block
+		}
+		return connSettings(eff, log)
+	}
+}
+
 func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 	if !c.PubkeyAuthentication {
 		log.Warn("PubkeyAuthentication no leaves no authentication method: nobody can log in")
@@ -59,12 +125,11 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 	a := &auth.Config{
 		AuthorizedKeysFiles: c.AuthorizedKeysFile,
 		TrustedUserCAKeys:   c.TrustedUserCAKeys,
+		RevokedKeys:         c.RevokedKeys,
 		MaxAuthTries:        c.MaxAuthTries,
 		PermitRootLogin:     auth.RootLogin(c.PermitRootLogin),
 		AllowUsers:          c.AllowUsers,
 		IgnoreFileModes:     !c.StrictModes,
-
-		PasswordAuthentication: c.PasswordAuthentication, // against the shadow database
 
 		AuthorizedPrincipalsFile: c.AuthorizedPrincipalsFile,
 		PermitUserEnvironment:    c.PermitUserEnvironment,
@@ -121,5 +186,59 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	for _, s := range c.Subsystems {
 		cc.Subsystems[s.Name] = s.Command
 	}
+	if c.DisableForwarding {
+		disableForwarding(cc)
+	}
 	return cc
+}
+
+// disableForwarding turns off every kind of forwarding the connection
+// layer has (DisableForwarding yes). A forwarding kind added to
+// connection.Config must be turned off here too.
+func disableForwarding(cc *connection.Config) {
+	cc.AllowTCPForwarding = connection.ForwardNone
+}
+
+// daemonView is what the daemon takes from a configuration itself, as it
+// takes it: listeners, pid file, logging, TCP keepalive, host keys, the
+// registry's policy, PKCS #11 and calibration settings, metrics. Tests
+// compare it, with the server's Config, to see that a keyword is applied.
+type daemonView struct {
+	Listen           []string
+	PidFile          string
+	LogLevel         slog.Level
+	Syslog           string
+	TCPKeepAlive     bool
+	HostKeys         []string
+	Policy           string
+	PKCS11Module     string
+	PKCS11Tokens     []string
+	PKCS11PinSource  string
+	CalibrationCache string
+	Metrics          string
+}
+
+func daemonViewOf(c *config.Config) daemonView {
+	tokens, _ := pkcs11Tokens(c)
+	var toks []string
+	for _, t := range tokens {
+		toks = append(toks, t.String())
+	}
+	return daemonView{
+		Listen: listenKeys(c), PidFile: c.PidFile, LogLevel: c.SlogLevel(), Syslog: syslogFacility(c),
+		TCPKeepAlive: c.TCPKeepAlive, HostKeys: c.HostKeys, Policy: c.Policy().String(),
+		PKCS11Module: c.PKCS11Module, PKCS11Tokens: toks, PKCS11PinSource: c.PKCS11PinSource,
+		CalibrationCache: c.CalibrationCache, Metrics: c.MetricsAddress,
+	}
+}
+
+// syslogFacility is the facility logs go to syslog with, or "" when they
+// go to stderr: SyslogFacility given in the configuration sends them to
+// syslog, as sshd does (offload's default, without it, is stderr, which
+// systemd puts in the journal).
+func syslogFacility(c *config.Config) string {
+	if !c.IsSet("SyslogFacility") {
+		return ""
+	}
+	return strings.ToUpper(c.SyslogFacility)
 }

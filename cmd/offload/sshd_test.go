@@ -81,8 +81,20 @@ func TestSshdCheckMissingHostKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "HostKey /nonexistent/key") {
 		t.Fatalf("err = %v", err)
 	}
+	// Without HostKey, sshd's default files are used, those that can be
+	// read; none at all is an error.
+	dir := t.TempDir()
+	key := writeHostKey(t, dir)
+	saved := config.DefaultHostKeys
+	t.Cleanup(func() { config.DefaultHostKeys = saved })
+	config.DefaultHostKeys = []string{filepath.Join(dir, "missing_rsa_key"), key}
+	out, _, err := runSshd("-T", "-o", "CalibrationCache=none")
+	if err != nil || !strings.Contains(out, "# hostkey "+key+": ssh-ed25519") {
+		t.Fatalf("default host keys: %v\n%s", err, out)
+	}
+	config.DefaultHostKeys = []string{filepath.Join(dir, "missing_rsa_key")}
 	_, _, err = runSshd("-t", "-o", "CalibrationCache=none")
-	if err == nil || !strings.Contains(err.Error(), "no HostKey") {
+	if err == nil || !strings.Contains(err.Error(), "no HostKey configured") || !strings.Contains(err.Error(), "missing_rsa_key") {
 		t.Fatalf("no host key: err = %v", err)
 	}
 	_, _, err = runSshd("-t", "-o", "CalibrationCache=none", "-o", "HostKey=pkcs11:token=t;object=k")

@@ -2,10 +2,10 @@ package config
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
+	"github.com/offload/offload/sshd/account"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/transport"
 )
@@ -18,91 +18,62 @@ const (
 	KexList
 	MACList
 	HostKeyAlgList
-	PubkeyList // PubkeyAcceptedAlgorithms: user keys and certificates
-	CASigList  // CASignatureAlgorithms: signatures of certificate authorities
+	PubkeyList    // PubkeyAcceptedAlgorithms: user keys and certificates
+	CASigList     // CASignatureAlgorithms: signatures of certificate authorities
+	HostbasedList // HostbasedAcceptedAlgorithms (inert: no host-based authentication)
 )
 
+// algTable is one list's names: what offload implements (in preference
+// order), its default, and every name OpenSSH 10 (or Debian's) knows, so
+// that a name offload lacks is told from a typing mistake.
 type algTable struct {
-	keyword string
-	// supported is every name offload's transport implements, in its
-	// table order; def is the default offer.
-	supported, def []string
-	// primitives maps an SSH name to the catalog algorithms that carry it.
-	primitives map[string][]string
+	keyword   string
+	supported []string
+	def       []string
+	openssh   []string
 }
 
-// The lists come from the transport, so that the configuration accepts
-// exactly what the server implements. The cipher default is the table
-// order; the server reorders it by calibration unless Ciphers is set.
+// The tables come from the transport's and auth's own, so that the
+// configuration accepts exactly what the server implements.
 var algTables = map[AlgList]*algTable{
-	CipherList: {
-		keyword: "Ciphers", supported: transport.SupportedCiphers(), def: transport.DefaultCiphers(nil),
-		primitives: map[string][]string{
-			"chacha20-poly1305@openssh.com": {"chacha20", "poly1305"},
-			"aes128-gcm@openssh.com":        {"aes128-gcm"},
-			"aes256-gcm@openssh.com":        {"aes256-gcm"},
-			"aes128-ctr":                    {"aes128-ctr"},
-			"aes256-ctr":                    {"aes256-ctr"},
-		},
-	},
-	KexList: {
-		keyword: "KexAlgorithms", supported: transport.SupportedKex(), def: transport.DefaultKex(),
-		primitives: map[string][]string{
-			"mlkem768x25519-sha256":        {"ml-kem-768", "x25519", "sha256"},
-			"curve25519-sha256":            {"x25519", "sha256"},
-			"curve25519-sha256@libssh.org": {"x25519", "sha256"},
-			"ecdh-sha2-nistp256":           {"ecdh-p256", "sha256"},
-			"ecdh-sha2-nistp384":           {"ecdh-p384", "sha384"},
-		},
-	},
-	MACList: {
-		keyword: "MACs", supported: transport.SupportedMACs(), def: transport.DefaultMACs(),
-		primitives: map[string][]string{
-			"hmac-sha2-256-etm@openssh.com": {"hmac-sha256"},
-			"hmac-sha2-512-etm@openssh.com": {"hmac-sha512"},
-			"hmac-sha2-256":                 {"hmac-sha256"},
-			"hmac-sha2-512":                 {"hmac-sha512"},
-		},
-	},
-	PubkeyList: {
-		keyword: "PubkeyAcceptedAlgorithms", def: auth.DefaultPublicKeyAlgorithms,
+	CipherList:     transportTable("Ciphers", transport.KindCipher, opensshCiphers),
+	KexList:        transportTable("KexAlgorithms", transport.KindKex, opensshKex),
+	MACList:        transportTable("MACs", transport.KindMAC, opensshMACs),
+	HostKeyAlgList: transportTable("HostKeyAlgorithms", transport.KindHostKey, opensshKeyTypes),
+	PubkeyList: {keyword: "PubkeyAcceptedAlgorithms", def: auth.DefaultPublicKeyAlgorithms,
 		supported: append(slices.Clone(auth.DefaultPublicKeyAlgorithms), "ssh-rsa", "ssh-rsa-cert-v01@openssh.com"),
-	},
-	CASigList: {
-		keyword: "CASignatureAlgorithms", def: auth.DefaultCASignatureAlgorithms,
-		supported: append(slices.Clone(auth.DefaultCASignatureAlgorithms), "ssh-rsa"),
-	},
-	HostKeyAlgList: {
-		keyword: "HostKeyAlgorithms", supported: transport.SupportedHostKeyAlgorithms(), def: transport.DefaultHostKeyAlgorithms(),
-		primitives: map[string][]string{
-			"ssh-ed25519":         {"ed25519"},
-			"ecdsa-sha2-nistp256": {"ecdsa-p256-sha256"},
-			"ecdsa-sha2-nistp384": {"ecdsa-p384-sha384"},
-			"rsa-sha2-512":        {"rsa-pkcs1v15-sha512"},
-			"rsa-sha2-256":        {"rsa-pkcs1v15-sha256"},
-		},
-	},
+		openssh:   opensshKeyTypes},
+	CASigList: {keyword: "CASignatureAlgorithms", def: auth.DefaultCASignatureAlgorithms,
+		supported: append(slices.Clone(auth.DefaultCASignatureAlgorithms), "ssh-rsa"), openssh: opensshKeyTypes},
+	HostbasedList: {keyword: "HostbasedAcceptedAlgorithms", supported: opensshKeyTypes, def: opensshDefaultKeyTypes,
+		openssh: opensshKeyTypes},
 }
 
-// Supported returns every algorithm name of list that offload implements,
+func transportTable(keyword string, kind transport.AlgorithmKind, openssh []string) *algTable {
+	t := &algTable{keyword: keyword, openssh: openssh}
+	for _, a := range transport.Algorithms() {
+		if a.Kind != kind {
+			continue
+		}
+		t.supported = append(t.supported, a.Name)
+		if a.Default {
+			t.def = append(t.def, a.Name)
+		}
+	}
+	return t
+}
+
+// SupportedAlgorithms returns every algorithm name of list that offload implements,
 // in the default preference order.
-func Supported(list AlgList) []string { return slices.Clone(algTables[list].supported) }
+func SupportedAlgorithms(list AlgList) []string { return slices.Clone(algTables[list].supported) }
 
 // DefaultAlgorithms returns the list used when the configuration does not
 // set one: the supported names less those off by default (the NIST-curve
 // key exchanges, which scanners flag).
 func DefaultAlgorithms(list AlgList) []string { return slices.Clone(algTables[list].def) }
 
-// Primitives returns the catalog algorithms (provider package names) that
-// carry the SSH algorithm name, or nil when the name is unknown.
-func Primitives(sshName string) []string {
-	for _, t := range algTables {
-		if p, ok := t.primitives[sshName]; ok {
-			return slices.Clone(p)
-		}
-	}
-	return nil
-}
+// maxAlgNames bounds the names (or patterns) in one algorithm list.
+const maxAlgNames = 128
 
 // profileDefaults is the default of list under the CryptoProfile profile:
 // the transport's profile lists for the four lists it negotiates.
@@ -118,79 +89,109 @@ func profileDefaults(profile string, list AlgList) []string {
 // ParseAlgList resolves an sshd algorithm list argument against the
 // defaults, as sshd does: "a,b" replaces the list; "+a,b" appends to the
 // defaults; "-pat,pat" removes the defaults matching the wildcard
-// patterns; "^a,b" puts a and b first. Every name must be supported;
-// an empty result is an error.
-func ParseAlgList(list AlgList, arg string) ([]string, error) {
+// patterns; "^a,b" puts a and b first. Names may be wildcard patterns
+// ('*', '?'). A name OpenSSH knows but offload does not implement is left
+// out with a warning, as is anything in a '-' list that removes nothing;
+// a name nobody knows is an error (sshd's "Bad SSH2 cipher spec"), and
+// so is a list that leaves nothing offload implements.
+func ParseAlgList(list AlgList, arg string) (names, warnings []string, err error) {
+	return resolveAlgList(list, arg)
+}
+
+func resolveAlgList(list AlgList, arg string) ([]string, []string, error) {
 	t := algTables[list]
 	if arg == "" {
-		return nil, fmt.Errorf("empty %s list", t.keyword)
+		return nil, nil, fmt.Errorf("empty %s list", t.keyword)
 	}
-	def := DefaultAlgorithms(list)
 	op, body := arg[0], arg[1:]
 	if op != '+' && op != '-' && op != '^' {
 		op, body = 0, arg
 	}
-	names, err := splitNames(t, body, op == '-')
+	entries, err := splitAlgs(t, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
+	if op == '-' {
+		return t.remove(entries)
+	}
+	names, warns, err := t.expand(entries)
+	if err != nil {
+		return nil, nil, err
+	}
 	switch op {
-	case 0:
-		out = names
 	case '+':
-		out = appendNew(slices.Clone(def), names...)
+		names = appendNew(slices.Clone(t.def), names...)
 	case '^':
-		out = appendNew(names, def...)
-	case '-':
-		out = slices.DeleteFunc(def, func(n string) bool { return matchesAny(names, n) })
+		names = appendNew(names, t.def...)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%q leaves no %s", arg, t.keyword)
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("%q leaves no %s that offload implements (%s)", arg, t.keyword, strings.Join(warns, "; "))
 	}
-	return out, nil
+	return names, warns, nil
 }
 
-// maxAlgNames bounds the names (or patterns) in one algorithm list.
-const maxAlgNames = 64
-
-// splitNames splits a comma list, checking each name against the supported
-// ones; patterns (allowed when removing) may hold wildcards instead.
-func splitNames(t *algTable, s string, patterns bool) ([]string, error) {
+func splitAlgs(t *algTable, s string) ([]string, error) {
 	if strings.Count(s, ",") >= maxAlgNames {
 		return nil, fmt.Errorf("more than %d names in a %s list", maxAlgNames, t.keyword)
 	}
-	var out []string
-	for n := range strings.SplitSeq(s, ",") {
-		if n == "" {
+	entries := strings.Split(s, ",")
+	for _, e := range entries {
+		switch {
+		case e == "":
 			return nil, fmt.Errorf("empty name in %s list %q", t.keyword, s)
-		}
-		if patterns && strings.ContainsAny(n, "*?[") {
-			if _, err := path.Match(n, ""); err != nil {
-				return nil, fmt.Errorf("bad pattern %q", n)
-			}
-		} else if !slices.Contains(t.supported, n) {
-			return nil, fmt.Errorf("unsupported %s algorithm %q (supported: %s)", t.keyword, n, strings.Join(t.supported, ","))
-		}
-		out = appendNew(out, n)
-	}
-	return out, nil
-}
-
-func appendNew(dst []string, names ...string) []string {
-	for _, n := range names {
-		if !slices.Contains(dst, n) {
-			dst = append(dst, n)
+		case e[0] == '!':
+			return nil, fmt.Errorf("negated name %q: %s lists cannot negate (use a -list)", e, t.keyword)
 		}
 	}
-	return dst
+	return entries, nil
 }
 
-func matchesAny(patterns []string, name string) bool {
+// expand turns the entries of a replacing, '+' or '^' list into the names
+// offload implements, in order, with warnings for those it lacks.
+func (t *algTable) expand(entries []string) (names, warns []string, err error) {
+	for _, e := range entries {
+		got := matching(t.supported, e)
+		names = appendNew(names, got...)
+		if len(got) > 0 {
+			continue
+		}
+		if len(matching(t.openssh, e)) == 0 {
+			return nil, nil, fmt.Errorf("unknown %s algorithm %q (offload implements %s)", t.keyword, e, strings.Join(t.supported, ","))
+		}
+		warns = append(warns, fmt.Sprintf("%s is not implemented by offload; left out", e))
+	}
+	return names, warns, nil
+}
+
+// remove takes the entries of a '-' list from the defaults. An entry that
+// removes nothing is a warning: an algorithm offload does not implement
+// (nothing to remove), or an unknown name (perhaps a typing mistake that
+// leaves the algorithm meant on).
+func (t *algTable) remove(patterns []string) (names, warns []string, err error) {
+	names = slices.Clone(t.def)
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
-			return true
+		n := len(names)
+		names = slices.DeleteFunc(names, func(a string) bool { return account.MatchPattern(a, p) })
+		switch {
+		case len(names) < n || len(matching(t.supported, p)) > 0:
+		case len(matching(t.openssh, p)) > 0:
+			warns = append(warns, fmt.Sprintf("%s is not implemented by offload; nothing to remove", p))
+		default:
+			warns = append(warns, fmt.Sprintf("unknown %s algorithm %q in a removal list; ignored", t.keyword, p))
 		}
 	}
-	return false
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("-%s leaves no %s", strings.Join(patterns, ","), t.keyword)
+	}
+	return names, warns, nil
+}
+
+func matching(names []string, pattern string) []string {
+	var out []string
+	for _, n := range names {
+		if account.MatchPattern(n, pattern) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

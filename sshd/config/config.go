@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,51 +18,124 @@ import (
 // fields hold the effective values. The zero Config is an empty
 // configuration: Print and IsSet work on it, and FillDefaults turns it
 // into Defaults().
+//
+// Fields of refused and inert keywords (see KeywordTable) hold the only
+// value offload accepts for them, so that -T prints what offload does.
 type Config struct {
-	Ports              []int
-	AddressFamily      string   // any, inet, inet6
-	ListenAddresses    []string // "host" or "host:port", as written
-	HostKeys           []string // file paths or pkcs11: URIs
-	AuthorizedKeysFile []string // "none" turns authorized_keys files off
-	TrustedUserCAKeys  string   // "" for none
-	// AuthorizedPrincipalsFile lists the principals accepted in
-	// certificates from TrustedUserCAKeys ("" for none: the user name).
-	AuthorizedPrincipalsFile string
+	// Listening (daemon).
+	Ports           []int
+	AddressFamily   string   // any, inet, inet6
+	ListenAddresses []string // "host" or "host:port", as written
+	HostKeys        []string // file paths or pkcs11: URIs
+	// HostCertificates are host certificate files (refused: not yet).
+	HostCertificates    []string
+	HostKeyAgent        string // "" for none
+	PidFile             string // "" for none
+	ModuliFile          string
+	LogLevel            string // QUIET, FATAL, ERROR, INFO, VERBOSE, DEBUG, DEBUG1-3
+	SyslogFacility      string // AUTH, AUTHPRIV, DAEMON, USER, LOCAL0-7
+	LogVerbose          []string
+	TCPKeepAlive        bool // TCP keepalives on client connections
+	UseDNS              bool
+	VersionAddendum     string // "" for none
+	RDomain             string // "" for none
+	IPQoS               [2]string
+	Compression         string // yes, delayed, no
+	FingerprintHash     string // SHA256 or MD5
+	SecurityKeyProvider string
+	SshdSessionPath     string
+	SshdAuthPath        string
+	DebianBanner        bool
 
+	// Algorithms.
 	Ciphers           []string
 	KexAlgorithms     []string
 	MACs              []string
 	HostKeyAlgorithms []string
+	RekeyLimit        RekeyLimit
 
-	PasswordAuthentication bool
-	PubkeyAuthentication   bool
-	StrictModes            bool // check modes and owners of authorized_keys and its directories
-	PermitUserEnvironment  bool // honour authorized_keys environment= options
+	// Authentication.
+	AuthorizedKeysFile []string // "none" turns authorized_keys files off
+	TrustedUserCAKeys  string   // "" for none
+	// AuthorizedPrincipalsFile lists the principals accepted in
+	// certificates from TrustedUserCAKeys ("" for none: the user name).
+	AuthorizedPrincipalsFile        string
+	RevokedKeys                     string // "" for none
+	AuthorizedKeysCommand           string // "" for none
+	AuthorizedKeysCommandUser       string
+	AuthorizedPrincipalsCommand     string
+	AuthorizedPrincipalsCommandUser string
+	AuthenticationMethods           []string // empty: any
+	PasswordAuthentication          bool
+	PermitEmptyPasswords            bool
+	KbdInteractiveAuthentication    bool
+	UsePAM                          bool
+	PAMServiceName                  string
+	PubkeyAuthentication            bool
+	PubkeyAuthOptions               []string // touch-required, verify-required
+	HostbasedAuthentication         bool
+	HostbasedUsesNameFromPacketOnly bool
+	HostbasedAcceptedAlgorithms     []string
+	IgnoreRhosts                    string // yes, no, shosts-only
+	IgnoreUserKnownHosts            bool
+	StrictModes                     bool // check modes and owners of authorized_keys and its directories
+	PermitUserEnvironment           bool // honour authorized_keys environment= options
 	// PubkeyAcceptedAlgorithms and CASignatureAlgorithms are the user key
 	// and certificate-signing algorithms accepted.
 	PubkeyAcceptedAlgorithms []string
 	CASignatureAlgorithms    []string
+	RequiredRSASize          int
 	PermitRootLogin          string // yes, prohibit-password, forced-commands-only, no
 	AllowUsers               []string
+	DenyUsers                []string
+	AllowGroups              []string
+	DenyGroups               []string
 	MaxAuthTries             int
 	LoginGraceTime           time.Duration // 0: no limit
 	Banner                   string        // file path; "" for none
+	ExposeAuthInfo           bool
+	RefuseConnection         bool
 
-	MaxStartups         MaxStartups
-	MaxSessions         int
-	ClientAliveInterval time.Duration // 0: no keepalive probes
-	ClientAliveCountMax int
-	TCPKeepAlive        bool // TCP keepalives on client connections
-	Subsystems          []Subsystem
-	AcceptEnv           []string
-	AllowTCPForwarding  string // yes, all, no, local, remote
-	ChannelWindowSize   int64  // bytes; 0 is auto (chosen per client by package sshd)
-	RekeyLimit          RekeyLimit
+	// Connections and sessions.
+	MaxStartups                MaxStartups
+	PerSourceMaxStartups       int // 0: none
+	PerSourceNetBlockSize      [2]int
+	PerSourcePenalties         []string // "no", or the penalty settings
+	PerSourcePenaltyExemptList string
+	MaxSessions                int
+	ClientAliveInterval        time.Duration // 0: no keepalive probes
+	ClientAliveCountMax        int
+	UnusedConnectionTimeout    time.Duration // 0: none
+	ChannelTimeout             []string      // empty: none
+	Subsystems                 []Subsystem
+	AcceptEnv                  []string
+	SetEnv                     []string
+	ForceCommand               string // "" for none
+	ChrootDirectory            string // "" for none
+	PermitTTY                  bool
+	PermitUserRC               bool
+	PrintMotd                  bool
+	PrintLastLog               bool
+	ChannelWindowSize          int64 // bytes; 0 is auto (chosen per client by package sshd)
 
-	PidFile        string // "" for none
-	LogLevel       string // QUIET, FATAL, ERROR, INFO, VERBOSE, DEBUG, DEBUG1-3
-	MetricsAddress string // host:port; "" for none
+	// Forwarding.
+	AllowTCPForwarding         string // yes, all, no, local, remote
+	AllowStreamLocalForwarding string
+	AllowAgentForwarding       bool
+	DisableForwarding          bool
+	GatewayPorts               string // no, yes, clientspecified
+	PermitOpen                 []string
+	PermitListen               []string
+	PermitTunnel               string
+	StreamLocalBindMask        uint32
+	StreamLocalBindUnlink      bool
+	X11Forwarding              bool
+	X11DisplayOffset           int
+	X11UseLocalhost            bool
+	XAuthLocation              string
 
+	// offload's own.
+	MetricsAddress   string   // host:port; "" for none
 	PKCS11Module     string   // module path or name; "" for none
 	PKCS11Tokens     []string // pkcs11: URIs selecting tokens; empty: all
 	PKCS11PinSource  string   // file holding the PIN; "" for the environment
@@ -73,6 +147,13 @@ type Config struct {
 
 	// set records the canonical keywords given in the file or overrides.
 	set map[string]bool
+	// src is what Parse read, kept for ForConnection.
+	src *source
+	// warnings are the parse warnings (deprecated keywords, algorithms
+	// offload lacks); lineWarn collects a setter's, moved there by the
+	// parser.
+	warnings []Warning
+	lineWarn []string
 }
 
 // Subsystem is one Subsystem line: a name and the command serving it.
@@ -93,8 +174,13 @@ const (
 	DefaultPermitRootLogin    = "prohibit-password"
 	DefaultAllowTCPForwarding = "yes"
 	DefaultLogLevel           = "INFO"
+	DefaultSyslogFacility     = "AUTH"
 	InternalSFTP              = "internal-sftp"
 )
+
+// DefaultHostKeys are the host key files used, as by sshd, when no
+// HostKey is configured: those of them that exist.
+var DefaultHostKeys = []string{"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key"}
 
 // DefaultMaxStartups is sshd's 10:30:100.
 var DefaultMaxStartups = MaxStartups{Start: 10, Rate: 30, Full: 100}
@@ -110,15 +196,16 @@ func Defaults() *Config {
 // its default.
 func (c *Config) FillDefaults() {
 	for _, kw := range keywords {
-		if !c.IsSet(kw.name) && kw.def != nil {
-			kw.def(c)
+		if !c.IsSet(kw.name) {
+			kw.applyDefault(c)
 		}
 	}
 }
 
-// IsSet reports whether keyword (any case) was given in the file or
-// overrides rather than defaulted. The transport, for instance, orders
-// default ciphers by calibration but keeps an explicit Ciphers list as is.
+// IsSet reports whether keyword (any case, aliases too) was given in the
+// file or overrides rather than defaulted. The transport, for instance,
+// orders default ciphers by calibration but keeps an explicit Ciphers list
+// as is; the daemon skips default host keys that do not exist.
 func (c *Config) IsSet(keyword string) bool {
 	kw, ok := lookupKeyword(keyword)
 	return ok && c.set[kw.name]
@@ -131,26 +218,38 @@ func (c *Config) markSet(name string) {
 	c.set[name] = true
 }
 
+// Warnings returns the warnings of parsing: deprecated and unsupported
+// keywords, and algorithm names offload does not implement. The caller
+// logs them (offload sshd -t prints them).
+func (c *Config) Warnings() []Warning { return slices.Clone(c.warnings) }
+
 // Clone returns a deep copy of c.
 func (c *Config) Clone() *Config {
 	d := *c
-	d.Ports = slices.Clone(c.Ports)
-	d.ListenAddresses = slices.Clone(c.ListenAddresses)
-	d.HostKeys = slices.Clone(c.HostKeys)
-	d.AuthorizedKeysFile = slices.Clone(c.AuthorizedKeysFile)
-	d.Ciphers = slices.Clone(c.Ciphers)
-	d.KexAlgorithms = slices.Clone(c.KexAlgorithms)
-	d.MACs = slices.Clone(c.MACs)
-	d.HostKeyAlgorithms = slices.Clone(c.HostKeyAlgorithms)
-	d.AllowUsers = slices.Clone(c.AllowUsers)
-	d.PubkeyAcceptedAlgorithms = slices.Clone(c.PubkeyAcceptedAlgorithms)
-	d.CASignatureAlgorithms = slices.Clone(c.CASignatureAlgorithms)
-	d.Subsystems = slices.Clone(c.Subsystems)
-	d.AcceptEnv = slices.Clone(c.AcceptEnv)
-	d.PKCS11Tokens = slices.Clone(c.PKCS11Tokens)
-	d.ProviderMap = maps.Clone(c.ProviderMap)
-	d.ProviderDeny = slices.Clone(c.ProviderDeny)
+	v := reflect.ValueOf(&d).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !f.CanSet() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Slice:
+			if !f.IsNil() {
+				f.Set(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f))
+			}
+		case reflect.Map:
+			if !f.IsNil() {
+				m := reflect.MakeMapWithSize(f.Type(), f.Len())
+				for it := f.MapRange(); it.Next(); {
+					m.SetMapIndex(it.Key(), it.Value())
+				}
+				f.Set(m)
+			}
+		}
+	}
 	d.set = maps.Clone(c.set)
+	d.warnings = slices.Clone(c.warnings)
+	d.lineWarn = nil
 	return &d
 }
 
@@ -219,8 +318,12 @@ func (c *Config) Subsystem(name string) string {
 
 // SlogLevel maps LogLevel to a slog level: DEBUG and above to Debug,
 // VERBOSE and INFO to Info, ERROR and FATAL to Error, QUIET above Error.
-func (c *Config) SlogLevel() slog.Level {
-	switch strings.ToUpper(c.LogLevel) {
+func (c *Config) SlogLevel() slog.Level { return SlogLevel(c.LogLevel) }
+
+// SlogLevel maps an sshd LogLevel name to a slog level (see
+// Config.SlogLevel); an unknown name is Info.
+func SlogLevel(level string) slog.Level {
+	switch strings.ToUpper(level) {
 	case "QUIET":
 		return slog.LevelError + 4
 	case "FATAL", "ERROR":

@@ -44,13 +44,29 @@ func ExampleLineError() {
 }
 
 func ExampleParseAlgList() {
-	kex, _ := config.ParseAlgList(config.KexList, "-curve25519-sha256*")
+	kex, _, _ := config.ParseAlgList(config.KexList, "-curve25519-sha256*")
 	fmt.Println(kex)
-	kex, _ = config.ParseAlgList(config.KexList, "+ecdh-sha2-nistp256")
+	kex, warnings, _ := config.ParseAlgList(config.KexList, "+ecdh-sha2-nistp256,sntrup761x25519-sha512")
 	fmt.Println(kex)
+	fmt.Println(warnings)
 	// Output:
-	// [mlkem768x25519-sha256 sntrup761x25519-sha512 sntrup761x25519-sha512@openssh.com]
-	// [mlkem768x25519-sha256 sntrup761x25519-sha512 sntrup761x25519-sha512@openssh.com curve25519-sha256 curve25519-sha256@libssh.org ecdh-sha2-nistp256]
+	// [mlkem768x25519-sha256]
+	// [mlkem768x25519-sha256 curve25519-sha256 curve25519-sha256@libssh.org ecdh-sha2-nistp256]
+	// [sntrup761x25519-sha512 is not implemented by offload; left out]
+}
+
+func ExampleConfig_ForConnection() {
+	file := `
+MaxSessions 10
+Match User alice Address 192.0.2.0/24
+	MaxSessions 2
+`
+	c, _ := config.Parse("sshd_config", strings.NewReader(file), nil)
+	alice, _ := c.ForConnection(config.ConnInfo{User: "alice", Addr: "192.0.2.7"})
+	bob, _ := c.ForConnection(config.ConnInfo{User: "bob", Addr: "192.0.2.7"})
+	fmt.Println(c.MaxSessions, alice.MaxSessions, bob.MaxSessions, bob == c)
+	// Output:
+	// 10 2 10 true
 }
 
 func ExampleConfig_Print() {

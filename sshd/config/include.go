@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,36 +13,21 @@ const maxIncludeDepth = 16
 // maxIncludedFiles bounds the files one configuration may include.
 const maxIncludedFiles = 256
 
-// reader carries what reading a file and its includes shares.
-type reader struct {
-	c       *Config
-	fromCmd map[string]bool
-	files   int
-}
-
-// isInclude reports whether line is an Include line and returns its
-// arguments.
-func isInclude(line string) (bool, []string, error) {
-	word, args, err := ParseLine(line)
-	if err != nil || !strings.EqualFold(word, "Include") {
-		return false, nil, nil
-	}
-	if len(args) == 0 {
-		return true, nil, errors.New("missing argument")
-	}
-	return true, args, nil
-}
-
 // include reads the files the patterns name, in lexical order per
-// pattern, as if their lines stood in place of the Include line. Relative
-// patterns are taken from the including file's directory. A pattern that
-// matches nothing is not an error (a drop-in directory may be empty); a
-// plain path that does not exist is.
-func (rd *reader) include(from string, patterns []string, depth int) error {
-	if depth >= maxIncludeDepth {
+// pattern, as if their lines stood in place of the Include line, under
+// the Match conditions of that line. A Match inside an included file ends
+// with that file, as in sshd. Relative patterns are taken from the
+// including file's directory. A pattern that matches nothing is not an
+// error (a drop-in directory may be empty); a plain path that does not
+// exist is, and so is a file that includes itself.
+func (rd *reader) include(from string, patterns []string, conds []*matchLine) error {
+	if len(rd.stack) > maxIncludeDepth {
 		return fmt.Errorf("Include nested deeper than %d files", maxIncludeDepth)
 	}
 	for _, p := range patterns {
+		if p == "" {
+			return fmt.Errorf("empty file name")
+		}
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(from), p)
 		}
@@ -55,7 +39,7 @@ func (rd *reader) include(from string, patterns []string, depth int) error {
 			return fmt.Errorf("%s: %w", p, os.ErrNotExist)
 		}
 		for _, m := range matches {
-			if err := rd.includeFile(m, depth); err != nil {
+			if err := rd.includeFile(m, conds); err != nil {
 				return err
 			}
 		}
@@ -63,9 +47,12 @@ func (rd *reader) include(from string, patterns []string, depth int) error {
 	return nil
 }
 
-func (rd *reader) includeFile(path string, depth int) error {
+func (rd *reader) includeFile(path string, conds []*matchLine) error {
 	if rd.files++; rd.files > maxIncludedFiles {
 		return fmt.Errorf("more than %d included files", maxIncludedFiles)
+	}
+	if err := rd.checkLoop(path); err != nil {
+		return err
 	}
 	// Stat before opening: opening a FIFO or a terminal could block.
 	fi, err := os.Stat(path)
@@ -80,5 +67,29 @@ func (rd *reader) includeFile(path string, depth int) error {
 		return err
 	}
 	defer f.Close()
-	return rd.read(path, f, depth+1)
+	return rd.read(path, f, conds)
+}
+
+// checkLoop refuses a file that is already being read (an Include loop),
+// naming the chain.
+func (rd *reader) checkLoop(path string) error {
+	id := fileID(path)
+	for i, f := range rd.stack {
+		if fileID(f) == id {
+			chain := append(append([]string{}, rd.stack[i:]...), path)
+			return fmt.Errorf("Include loop: %s", strings.Join(chain, " includes "))
+		}
+	}
+	return nil
+}
+
+// fileID identifies a file across spellings of its path.
+func fileID(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if p, err := filepath.Abs(path); err == nil {
+		return p
+	}
+	return path
 }

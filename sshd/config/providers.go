@@ -18,12 +18,34 @@ func checkPKCS11URI(s string) error {
 	return nil
 }
 
-func setPKCS11Token(c *Config, a []string) error {
-	if err := checkPKCS11URI(a[0]); err != nil {
-		return err
-	}
-	c.PKCS11Tokens = appendNew(c.PKCS11Tokens, a[0])
-	return checkCount(len(c.PKCS11Tokens), maxTokens, "PKCS11Token lines")
+func pkcs11TokenKW() *keyword {
+	return &keyword{name: "PKCS11Token", minArgs: 1, maxArgs: 1, repeat: accumulate,
+		set: func(c *Config, a []string) error {
+			if err := checkPKCS11URI(a[0]); err != nil {
+				return err
+			}
+			c.PKCS11Tokens = appendNew(c.PKCS11Tokens, a[0])
+			return checkCount(len(c.PKCS11Tokens), maxTokens, "PKCS11Token lines")
+		},
+		def:   func(c *Config) { c.PKCS11Tokens = nil },
+		print: eachLine(func(c *Config) []string { return redactAll(c.PKCS11Tokens) })}
+}
+
+func cryptoPolicyKW() *keyword {
+	return &keyword{name: "CryptoPolicy", minArgs: 1, maxArgs: 1,
+		set:   func(c *Config, a []string) (err error) { c.CryptoPolicy, err = provider.ParseMode(a[0]); return err },
+		def:   func(c *Config) { c.CryptoPolicy = 0 },
+		print: func(c *Config) [][]string { return [][]string{{c.CryptoPolicy.String()}} }}
+}
+
+func providerMapKW() *keyword {
+	return &keyword{name: "ProviderMap", minArgs: 1, maxArgs: -1, repeat: accumulate, set: setProviderMap,
+		def: func(c *Config) { c.ProviderMap = nil }, print: printProviderMap}
+}
+
+func providerDenyKW() *keyword {
+	return &keyword{name: "ProviderDeny", minArgs: 1, maxArgs: -1, repeat: accumulate, set: setProviderDeny,
+		def: func(c *Config) { c.ProviderDeny = nil }, print: printProviderDeny}
 }
 
 func redactAll(refs []string) []string {
@@ -32,11 +54,6 @@ func redactAll(refs []string) []string {
 		out[i] = provider.RedactRef(r)
 	}
 	return out
-}
-
-func setCryptoPolicy(c *Config, a []string) (err error) {
-	c.CryptoPolicy, err = provider.ParseMode(a[0])
-	return err
 }
 
 // setProviderMap merges pins; an algorithm pinned on an earlier line keeps

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/offload/offload/sshd/config"
+)
+
+// settingsDump renders what the server and the daemon take from a
+// configuration, field by field, for comparison: sshd.Config (with its
+// auth and connection Configs) as serverConfig builds it, and daemonView.
+func settingsDump(t *testing.T, c *config.Config, log *slog.Logger) string {
+	t.Helper()
+	sc, err := buildServerConfig(c, nil, nil, log)
+	if err != nil {
+		t.Fatalf("serverConfig: %v", err)
+	}
+	var b strings.Builder
+	dumpValue(&b, "server", reflect.ValueOf(sc))
+	dumpValue(&b, "daemon", reflect.ValueOf(daemonViewOf(c)))
+	return b.String()
+}
+
+var loggerType = reflect.TypeFor[*slog.Logger]()
+
+// dumpValue writes one "path = value" line per leaf. Functions are
+// skipped (DropStartup closes over MaxStartups, which is dumped);
+// loggers are dumped as the lowest level they pass.
+func dumpValue(b *strings.Builder, path string, v reflect.Value) {
+	switch {
+	case v.Type() == loggerType:
+		fmt.Fprintf(b, "%s = %s\n", path, loggerLevel(v.Interface().(*slog.Logger)))
+		return
+	case v.Kind() == reflect.Func || v.Kind() == reflect.Chan:
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			fmt.Fprintf(b, "%s = nil\n", path)
+			return
+		}
+		dumpValue(b, path, v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				dumpValue(b, path+"."+v.Type().Field(i).Name, v.Field(i))
+			}
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			dumpValue(b, fmt.Sprintf("%s[%v]", path, k), v.MapIndex(k))
+		}
+	case reflect.Slice, reflect.Array:
+		fmt.Fprintf(b, "%s len %d\n", path, v.Len())
+		for i := range v.Len() {
+			dumpValue(b, fmt.Sprintf("%s[%d]", path, i), v.Index(i))
+		}
+	default:
+		fmt.Fprintf(b, "%s = %v\n", path, v.Interface())
+	}
+}
+
+func loggerLevel(l *slog.Logger) string {
+	for _, lv := range []slog.Level{slog.LevelDebug - 4, slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError, slog.LevelError + 4} {
+		if l.Enabled(context.Background(), lv) {
+			return "logs from " + lv.String()
+		}
+	}
+	return "logs nothing"
+}
+
+// testLogger is the daemon's shape of logger: a level filter over a
+// handler that takes everything.
+func testLogger() *slog.Logger {
+	lv := new(slog.LevelVar)
+	return slog.New(&levelHandler{inner: slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug - 4}), level: lv})
+}
+
+// exampleFor is a keyword's example value, with the files it names made
+// where the translation reads them.
+func exampleFor(t *testing.T, ki config.KeywordInfo) string {
+	if ki.Name == "Banner" {
+		p := filepath.Join(t.TempDir(), "banner")
+		if err := os.WriteFile(p, []byte("hello\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return ki.Example
+}
+
+// TestNoKeywordIgnored: every keyword the table calls supported, set to
+// its example value, changes what the server or the daemon is handed; and
+// every one offload applies per connection changes, inside a Match block,
+// the settings of the connections it matches and only those. A keyword
+// marked supported that nothing applies fails here.
+func TestNoKeywordIgnored(t *testing.T) {
+	log := testLogger()
+	base := settingsDump(t, parseConf(t, ""), log)
+	n := 0
+	for _, ki := range config.KeywordTable() {
+		if ki.Status != config.Supported || ki.Name == "Include" || ki.Name == "Match" {
+			continue
+		}
+		n++
+		line := ki.Name + " " + exampleFor(t, ki)
+		c := parseConf(t, line+"\n")
+		if settingsDump(t, c, log) == base {
+			t.Errorf("%s: %q changes nothing the server or daemon is given (table says: %s)", ki.Name, line, ki.Applied)
+		}
+		if ki.PerConnection {
+			checkPerConnection(t, ki, line, log)
+		}
+	}
+	if n < 40 {
+		t.Errorf("only %d supported keywords checked", n)
+	}
+}
+
+// checkPerConnection sets the keyword in a Match User alice block: alice's
+// connection settings must differ from the global ones, bob's must be the
+// global ones.
+func checkPerConnection(t *testing.T, ki config.KeywordInfo, line string, log *slog.Logger) {
+	t.Helper()
+	c := parseConf(t, "Match User alice\n\t"+line+"\n")
+	a0, c0, err := connSettings(c, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := perConnection(c, log)
+	a, cc, err := pc(config.ConnInfo{User: "alice", Addr: "192.0.2.1"})
+	if err != nil || a == nil || cc == nil {
+		t.Errorf("%s in Match: alice: %v %v %v", ki.Name, a, cc, err)
+		return
+	}
+	var global, alice strings.Builder
+	dumpValue(&global, "auth", reflect.ValueOf(a0))
+	dumpValue(&global, "conn", reflect.ValueOf(c0))
+	dumpValue(&alice, "auth", reflect.ValueOf(a))
+	dumpValue(&alice, "conn", reflect.ValueOf(cc))
+	if global.String() == alice.String() {
+		t.Errorf("%s in a Match block changes nothing for the matching connection", ki.Name)
+	}
+	if a, cc, err := pc(config.ConnInfo{User: "bob", Addr: "192.0.2.1"}); a != nil || cc != nil || err != nil {
+		t.Errorf("%s in Match User alice: bob gets other settings (%v)", ki.Name, err)
+	}
+}
+
+func parseConf(t *testing.T, text string) *config.Config {
+	t.Helper()
+	c, err := config.Parse("test", strings.NewReader(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

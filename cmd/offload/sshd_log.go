@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"log/syslog"
+	"strings"
+)
+
+// levelHandler filters records below a level before an inner handler
+// that passes everything, so that one connection (LogLevel in a Match
+// block) can log more than the server does.
+type levelHandler struct {
+	inner slog.Handler
+	level slog.Leveler
+}
+
+func (h *levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level.Level() && h.inner.Enabled(ctx, l)
+}
+func (h *levelHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.inner.Handle(ctx, r)
+}
+func (h *levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return &levelHandler{h.inner.WithAttrs(a), h.level}
+}
+func (h *levelHandler) WithGroup(n string) slog.Handler {
+	return &levelHandler{h.inner.WithGroup(n), h.level}
+}
+
+// withLevel returns log logging at level: over the unfiltered handler
+// under log's level filter when there is one, so the level may be lower
+// than the server's too.
+func withLevel(log *slog.Logger, level slog.Level) *slog.Logger {
+	inner := log.Handler()
+	if lh, ok := inner.(*levelHandler); ok {
+		inner = lh.inner
+	}
+	return slog.New(&levelHandler{inner: inner, level: level})
+}
+
+// syslogPriorities maps SyslogFacility names to syslog facilities.
+var syslogPriorities = map[string]syslog.Priority{
+	"DAEMON": syslog.LOG_DAEMON, "USER": syslog.LOG_USER, "AUTH": syslog.LOG_AUTH, "AUTHPRIV": syslog.LOG_AUTHPRIV,
+	"LOCAL0": syslog.LOG_LOCAL0, "LOCAL1": syslog.LOG_LOCAL1, "LOCAL2": syslog.LOG_LOCAL2, "LOCAL3": syslog.LOG_LOCAL3,
+	"LOCAL4": syslog.LOG_LOCAL4, "LOCAL5": syslog.LOG_LOCAL5, "LOCAL6": syslog.LOG_LOCAL6, "LOCAL7": syslog.LOG_LOCAL7,
+}
+
+// syslogWriter sends sshlog's Bare lines (one write per record) to the
+// system log (/dev/log) with a facility, as sshd does, at the severity
+// the line's OpenSSH prefix names ("error: ", "debug1: ", else info).
+type syslogWriter struct{ w *syslog.Writer }
+
+func newSyslogWriter(facility string) (*syslogWriter, error) {
+	p, ok := syslogPriorities[strings.ToUpper(facility)]
+	if !ok {
+		return nil, fmt.Errorf("SyslogFacility %q: unknown facility", facility)
+	}
+	w, err := syslog.New(p|syslog.LOG_INFO, "sshd")
+	if err != nil {
+		return nil, fmt.Errorf("SyslogFacility %s: %w", facility, err)
+	}
+	return &syslogWriter{w}, nil
+}
+
+func (s *syslogWriter) Write(b []byte) (int, error) {
+	msg := strings.TrimSuffix(string(b), "\n")
+	var err error
+	switch {
+	case strings.HasPrefix(msg, "error: "):
+		err = s.w.Err(msg)
+	case strings.HasPrefix(msg, "debug"):
+		err = s.w.Debug(msg)
+	default:
+		err = s.w.Info(msg)
+	}
+	return len(b), err
+}
+
+func (s *syslogWriter) Close() error { return s.w.Close() }

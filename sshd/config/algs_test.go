@@ -1,0 +1,132 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/offload/offload/sshd/transport"
+)
+
+// TestAlgTablesFromTransport: the configuration's lists are the
+// transport's table, not a copy of it.
+func TestAlgTablesFromTransport(t *testing.T) {
+	for list, kind := range map[AlgList]transport.AlgorithmKind{CipherList: transport.KindCipher, MACList: transport.KindMAC,
+		KexList: transport.KindKex, HostKeyAlgList: transport.KindHostKey} {
+		var names, defs []string
+		for _, a := range transport.Algorithms() {
+			if a.Kind == kind {
+				names = append(names, a.Name)
+				if a.Default {
+					defs = append(defs, a.Name)
+				}
+			}
+		}
+		if !slices.Equal(SupportedAlgorithms(list), names) || !slices.Equal(DefaultAlgorithms(list), defs) {
+			t.Errorf("%s: %v / %v, transport %v / %v", kind, SupportedAlgorithms(list), DefaultAlgorithms(list), names, defs)
+		}
+		for _, n := range names {
+			if !slices.Contains(algTables[list].openssh, n) {
+				t.Errorf("%s %s: offload implements a name OpenSSH does not know", kind, n)
+			}
+		}
+	}
+}
+
+func TestAlgListForms(t *testing.T) {
+	cases := []struct {
+		list  AlgList
+		arg   string
+		want  []string
+		warns int
+	}{
+		{KexList, "-curve25519-sha256*", []string{"mlkem768x25519-sha256"}, 0},
+		{KexList, "+ecdh-sha2-nistp256", []string{"mlkem768x25519-sha256", "curve25519-sha256", "curve25519-sha256@libssh.org", "ecdh-sha2-nistp256"}, 0},
+		{KexList, "^curve25519-sha256", []string{"curve25519-sha256", "mlkem768x25519-sha256", "curve25519-sha256@libssh.org"}, 0},
+		{KexList, "ecdh-*", []string{"ecdh-sha2-nistp256", "ecdh-sha2-nistp384"}, 0},
+		{CipherList, "aes*-gcm@openssh.com", []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com"}, 0},
+		{CipherList, "aes256-gcm@openssh.com,aes192-ctr", []string{"aes256-gcm@openssh.com"}, 1},
+		{CipherList, "-3des-cbc,aes128-cbc,rot13", DefaultAlgorithms(CipherList), 3},
+		{KexList, "-diffie-hellman-group14-sha256", DefaultAlgorithms(KexList), 1},
+		{MACList, "+umac-128-etm@openssh.com", DefaultAlgorithms(MACList), 1},
+		{HostKeyAlgList, "ssh-ed25519-cert-v01@openssh.com,ssh-ed25519", []string{"ssh-ed25519"}, 1},
+		{PubkeyList, "+ssh-rsa", append(DefaultAlgorithms(PubkeyList), "ssh-rsa"), 0},
+	}
+	for _, tc := range cases {
+		got, warns, err := ParseAlgList(tc.list, tc.arg)
+		if err != nil || !slices.Equal(got, tc.want) || len(warns) != tc.warns {
+			t.Errorf("%q: %v %q %v, want %v with %d warnings", tc.arg, got, warns, err, tc.want, tc.warns)
+		}
+	}
+}
+
+// The lines of the ssh-audit.com hardening guides (Debian 12, Ubuntu
+// 24.04) and of CIS-style removal lists: they start, with a warning for
+// each name offload does not implement, as long as something usable is
+// left.
+const hardening = `
+KexAlgorithms sntrup761x25519-sha512@openssh.com,gss-curve25519-sha256-,curve25519-sha256,curve25519-sha256@libssh.org,gss-group16-sha512-,diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,diffie-hellman-group-exchange-sha256
+Ciphers aes256-gcm@openssh.com,aes256-ctr,aes192-ctr,aes128-gcm@openssh.com,aes128-ctr
+MACs hmac-sha2-256-etm@openssh.com,hmac-sha2-512-etm@openssh.com,umac-128-etm@openssh.com
+HostKeyAlgorithms sk-ssh-ed25519-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,sk-ssh-ed25519@openssh.com,ssh-ed25519,rsa-sha2-512,rsa-sha2-256
+CASignatureAlgorithms sk-ssh-ed25519@openssh.com,ssh-ed25519,rsa-sha2-512,rsa-sha2-256
+GSSAPIKexAlgorithms gss-curve25519-sha256-,gss-group16-sha512-
+HostbasedAcceptedAlgorithms sk-ssh-ed25519-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,sk-ssh-ed25519@openssh.com,ssh-ed25519,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-512,rsa-sha2-256-cert-v01@openssh.com,rsa-sha2-256
+PubkeyAcceptedAlgorithms sk-ssh-ed25519-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,sk-ssh-ed25519@openssh.com,ssh-ed25519,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-512,rsa-sha2-256-cert-v01@openssh.com,rsa-sha2-256
+`
+
+const cisRemovals = `
+Ciphers -3des-cbc,aes128-cbc,aes192-cbc,aes256-cbc,chacha20-poly1305@openssh.com
+KexAlgorithms -diffie-hellman-group1-sha1,diffie-hellman-group14-sha1,diffie-hellman-group-exchange-sha1,diffie-hellman-group14-sha256
+MACs -hmac-md5,hmac-md5-96,hmac-ripemd160,hmac-sha1-96,umac-64@openssh.com,hmac-md5-etm@openssh.com,hmac-md5-96-etm@openssh.com,hmac-ripemd160-etm@openssh.com,hmac-sha1-96-etm@openssh.com,umac-64-etm@openssh.com,umac-128-etm@openssh.com
+`
+
+func TestHardeningLists(t *testing.T) {
+	c := parse(t, hardening)
+	if !slices.Equal(c.KexAlgorithms, []string{"curve25519-sha256", "curve25519-sha256@libssh.org"}) ||
+		!slices.Equal(c.Ciphers, []string{"aes256-gcm@openssh.com", "aes256-ctr", "aes128-gcm@openssh.com", "aes128-ctr"}) ||
+		!slices.Equal(c.HostKeyAlgorithms, []string{"ssh-ed25519", "rsa-sha2-512", "rsa-sha2-256"}) {
+		t.Errorf("lists: %v %v %v", c.KexAlgorithms, c.Ciphers, c.HostKeyAlgorithms)
+	}
+	var ws []string
+	for _, w := range c.Warnings() {
+		ws = append(ws, w.String())
+	}
+	all := strings.Join(ws, "\n")
+	for _, want := range []string{"sntrup761x25519-sha512@openssh.com is not implemented by offload", "aes192-ctr",
+		"umac-128-etm@openssh.com", "ssh-ed25519-cert-v01@openssh.com", "Unsupported option GSSAPIKexAlgorithms"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning about %s:\n%s", want, all)
+		}
+	}
+	c = parse(t, cisRemovals)
+	if slices.Contains(c.Ciphers, "chacha20-poly1305@openssh.com") || len(c.Ciphers) == 0 {
+		t.Errorf("Ciphers %v", c.Ciphers)
+	}
+	if len(c.Warnings()) == 0 {
+		t.Error("no warnings for names offload lacks in removal lists")
+	}
+}
+
+// FuzzAlgList: any list argument gives names offload implements, or an
+// error; never a panic or an empty list.
+func FuzzAlgList(f *testing.F) {
+	for _, s := range []string{"+aes128-ctr", "-*", "^ecdh-*", "aes*", "a,,b", "!x", "-diffie-hellman-group14-sha256", "ssh-ed25519-cert-v01@openssh.com"} {
+		f.Add(s, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, arg string, which uint8) {
+		list := AlgList(int(which) % len(algTables))
+		names, _, err := ParseAlgList(list, arg)
+		if err != nil {
+			return
+		}
+		if len(names) == 0 {
+			t.Fatalf("%q: empty list without an error", arg)
+		}
+		for _, n := range names {
+			if !slices.Contains(algTables[list].supported, n) {
+				t.Fatalf("%q: %s is not implemented", arg, n)
+			}
+		}
+	})
+}
