@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"strings"
 
 	"github.com/offload/offload/provider"
@@ -13,6 +14,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/config"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/pam"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -25,23 +27,60 @@ import (
 // maxBannerSize bounds the Banner file, which is sent before login.
 const maxBannerSize = 64 << 10
 
-// errMatchNotApplied refuses a configuration with Match blocks while the
-// server cannot apply settings per connection: they would be ignored.
-var errMatchNotApplied = errors.New("Match blocks: this build of offload sshd cannot apply settings per connection yet " +
-	"(sshd.Config has no per-connection hook); `offload sshd -T -C user=...` shows what they would do")
-
 // serverConfig translates a parsed configuration into the server's
 // Config. Lists not set in the file stay nil so that the server picks its
-// defaults (the cipher order then follows calibration).
+// defaults (the cipher order then follows calibration). With Match
+// blocks, the server asks PerConnection for each connection's settings
+// once its user is known.
 func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer, log *slog.Logger) (*sshd.Config, error) {
-	if c.HasMatch() {
-		return nil, errMatchNotApplied
+	sc, err := buildServerConfig(c, reg, keys, log)
+	if err != nil {
+		return nil, err
 	}
-	return buildServerConfig(c, reg, keys, log)
+	if c.HasMatch() || c.RefuseConnection {
+		match := perConnection(c, sc.Logger)
+		sc.PerConnection = func(ci sshd.ConnInfo) (*sshd.ConnSettings, error) {
+			a, cc, err := match(connInfo(ci))
+			if err != nil || (a == nil && cc == nil) {
+				return nil, err
+			}
+			return &sshd.ConnSettings{Auth: a, Conn: cc}, nil
+		}
+	}
+	return sc, nil
 }
 
-// buildServerConfig is serverConfig without the Match check, for -T,
-// which evaluates Match itself.
+// connInfo is what Match is evaluated against for a connection: its
+// user (and whether the account exists), addresses and local port. The
+// host is the client's address (UseDNS is refused).
+func connInfo(ci sshd.ConnInfo) config.ConnInfo {
+	out := config.ConnInfo{User: ci.User, InvalidUser: !accountExists(ci.User)}
+	if ci.Remote.IsValid() {
+		out.Addr = ci.Remote.Addr().String()
+		out.Host = out.Addr
+	}
+	if ci.Local.IsValid() {
+		out.LocalAddr, out.LocalPort = ci.Local.Addr().String(), int(ci.Local.Port())
+	}
+	return out
+}
+
+// accountExists reports whether the system knows user; a look-up that
+// fails otherwise (or panics on bad NSS data) counts as existing, so
+// that Match Invalid-User does not apply on a database error.
+func accountExists(name string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	_, err := user.Lookup(name)
+	var unknown user.UnknownUserError
+	return !errors.As(err, &unknown)
+}
+
+// buildServerConfig is serverConfig without the per-connection hook, for
+// -T, which evaluates Match itself.
 func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer, log *slog.Logger) (*sshd.Config, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -94,8 +133,8 @@ func connSettings(c *config.Config, log *slog.Logger) (*auth.Config, *connection
 
 // perConnection returns what the server needs once a connection's user
 // is known: the auth and connection settings of the Match blocks that
-// match it, or nil, nil (the server-wide ones) when none does. The
-// lead's sshd.Config.PerConnection hook calls it.
+// match it, or nil, nil (the server-wide ones) when none does.
+// serverConfig hands it to the server as sshd.Config.PerConnection.
 func perConnection(c *config.Config, log *slog.Logger) func(config.ConnInfo) (*auth.Config, *connection.Config, error) {
 	return func(ci config.ConnInfo) (*auth.Config, *connection.Config, error) {
 		if ci.Host == "" {
@@ -105,11 +144,11 @@ func perConnection(c *config.Config, log *slog.Logger) func(config.ConnInfo) (*a
 		if err != nil {
 			log.Warn("Match evaluation failed; the lines needing it do not apply", "user", ci.User, "err", err)
 		}
-		if eff == c {
-			return nil, nil, nil
-		}
 		if eff.RefuseConnection {
 			return nil, nil, fmt.Errorf("RefuseConnection: connection from %s refused by configuration", ci.Addr)
+		}
+		if eff == c {
+			return nil, nil, nil
 		}
 		if eff.LogLevel != c.LogLevel {
 			log = withLevel(log, eff.SlogLevel()) // LogLevel in a Match block
@@ -131,6 +170,16 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		AllowUsers:          c.AllowUsers,
 		IgnoreFileModes:     !c.StrictModes,
 
+		PasswordAuthentication:       c.PasswordAuthentication, // PAM with UsePAM, else the shadow database
+		KbdInteractiveAuthentication: c.KbdInteractiveAuthentication,
+		PermitEmptyPasswords:         c.PermitEmptyPasswords,
+		UsePAM:                       c.UsePAM,
+		PAM:                          pam.Config{Service: c.PAMServiceName},
+		AuthenticationMethods:        authMethods(c.AuthenticationMethods),
+		DenyUsers:                    c.DenyUsers,
+		AllowGroups:                  c.AllowGroups,
+		DenyGroups:                   c.DenyGroups,
+
 		AuthorizedPrincipalsFile: c.AuthorizedPrincipalsFile,
 		PermitUserEnvironment:    c.PermitUserEnvironment,
 		PublicKeyAlgorithms:      setList(c, "PubkeyAcceptedAlgorithms", c.PubkeyAcceptedAlgorithms),
@@ -151,6 +200,16 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		a.Banner = b
 	}
 	return a, a.Validate()
+}
+
+// authMethods splits AuthenticationMethods' lists ("publickey,password")
+// into their methods; none means any single method.
+func authMethods(lists []string) [][]string {
+	var out [][]string
+	for _, l := range lists {
+		out = append(out, strings.Split(l, ","))
+	}
+	return out
 }
 
 func readBanner(path string) (string, error) {

@@ -44,15 +44,15 @@ func ExampleLineError() {
 }
 
 func ExampleParseAlgList() {
-	kex, _, _ := config.ParseAlgList(config.KexList, "-curve25519-sha256*")
+	kex, _, _ := config.ParseAlgList(config.KexList, "-sntrup*,curve25519-sha256*")
 	fmt.Println(kex)
-	kex, warnings, _ := config.ParseAlgList(config.KexList, "+ecdh-sha2-nistp256,sntrup761x25519-sha512")
+	kex, warnings, _ := config.ParseAlgList(config.KexList, "curve25519-sha256,diffie-hellman-group1-sha1")
 	fmt.Println(kex)
 	fmt.Println(warnings)
 	// Output:
 	// [mlkem768x25519-sha256]
-	// [mlkem768x25519-sha256 curve25519-sha256 curve25519-sha256@libssh.org ecdh-sha2-nistp256]
-	// [sntrup761x25519-sha512 is not implemented by offload; left out]
+	// [curve25519-sha256]
+	// [diffie-hellman-group1-sha1 is not implemented by offload; left out]
 }
 
 func ExampleConfig_ForConnection() {

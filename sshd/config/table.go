@@ -44,9 +44,9 @@ var keywords = []*keyword{
 		supported("daemon: listeners").eg("inet"),
 	listenKW().supported("daemon: listeners").eg("127.0.0.1:2200"),
 	boolKW("UsePAM", false, func(c *Config) *bool { return &c.UsePAM }).
-		refused("auth", "PAM", "no").eg("yes"),
-	stringKW("PAMServiceName", "sshd", func(c *Config) *string { return &c.PAMServiceName }).match().
-		inert("UsePAM", "the PAM service").eg("login"),
+		supported("auth.Config.UsePAM").eg("yes"),
+	stringKW("PAMServiceName", "sshd", func(c *Config) *string { return &c.PAMServiceName }).perConnection().
+		supported("auth.Config.PAM.Service").eg("login"),
 	timeKW("LoginGraceTime", DefaultLoginGraceTime, false, func(c *Config) *time.Duration { return &c.LoginGraceTime }).
 		supported("sshd.Config.LoginGraceTime").eg("30"),
 	intKW("X11DisplayOffset", 0, 1000, 10, func(c *Config) *int { return &c.X11DisplayOffset }).match().
@@ -78,10 +78,10 @@ var keywords = []*keyword{
 		inert("HostbasedAuthentication", "host names in host-based authentication").eg("yes"),
 	boolKW("PubkeyAuthentication", true, func(c *Config) *bool { return &c.PubkeyAuthentication }).perConnection().
 		supported("auth.Config.AuthorizedKeysFiles, TrustedUserCAKeys (no: none)").eg("no"),
-	boolKW("PasswordAuthentication", true, func(c *Config) *bool { return &c.PasswordAuthentication }).match().
-		refused("auth", "password authentication", "no").eg("yes"),
-	boolKW("KbdInteractiveAuthentication", true, func(c *Config) *bool { return &c.KbdInteractiveAuthentication }).match().
-		refused("auth", "keyboard-interactive authentication", "no").eg("yes"),
+	boolKW("PasswordAuthentication", true, func(c *Config) *bool { return &c.PasswordAuthentication }).perConnection().
+		supported("auth.Config.PasswordAuthentication").eg("no"),
+	boolKW("KbdInteractiveAuthentication", true, func(c *Config) *bool { return &c.KbdInteractiveAuthentication }).perConnection().
+		supported("auth.Config.KbdInteractiveAuthentication").eg("no"),
 	boolKW("PrintMotd", true, func(c *Config) *bool { return &c.PrintMotd }).
 		refused("connection", "printing /etc/motd at login", "no").eg("yes"),
 	boolKW("PrintLastLog", true, func(c *Config) *bool { return &c.PrintLastLog }).
@@ -98,8 +98,8 @@ var keywords = []*keyword{
 		supported("auth.Config.IgnoreFileModes").eg("no"),
 	boolKW("TCPKeepAlive", true, func(c *Config) *bool { return &c.TCPKeepAlive }).
 		supported("daemon: TCP keepalive on accepted connections").eg("no"),
-	boolKW("PermitEmptyPasswords", false, func(c *Config) *bool { return &c.PermitEmptyPasswords }).match().
-		inert("PasswordAuthentication", "empty passwords").eg("yes"),
+	boolKW("PermitEmptyPasswords", false, func(c *Config) *bool { return &c.PermitEmptyPasswords }).perConnection().
+		supported("auth.Config.PermitEmptyPasswords").eg("yes"),
 	enumKW("Compression", "no", func(c *Config) *string { return &c.Compression }, []string{"yes", "delayed", "no"}, nil).
 		refused("transport", "compression", "no").eg("yes"),
 	enumKW("GatewayPorts", "no", func(c *Config) *string { return &c.GatewayPorts }, []string{"no", "yes", "clientspecified"}, nil).match().
@@ -122,8 +122,8 @@ var keywords = []*keyword{
 		refused("auth", "MD5 fingerprints in logs", "SHA256").eg("md5"),
 	boolKW("ExposeAuthInfo", false, func(c *Config) *bool { return &c.ExposeAuthInfo }).match().
 		refused("connection", "SSH_USER_AUTH (ExposeAuthInfo)", "no").eg("yes"),
-	boolKW("RefuseConnection", false, func(c *Config) *bool { return &c.RefuseConnection }).match().
-		refused("config", "refusing connections by Match (needs the per-connection hook)", "no").eg("yes"),
+	boolKW("RefuseConnection", false, func(c *Config) *bool { return &c.RefuseConnection }).perConnection().
+		supported("sshd.Config.PerConnection: an error, which refuses the connection once its user is known").eg("yes"),
 	pathKW("PidFile", func(c *Config) *string { return &c.PidFile }).
 		supported("daemon: pid file").eg("/run/offload-test.pid"),
 	stringKW("ModuliFile", "/etc/ssh/moduli", func(c *Config) *string { return &c.ModuliFile }).
@@ -186,18 +186,18 @@ var keywords = []*keyword{
 		refused("transport", "host certificates", "").eg("/etc/ssh/ssh_host_ed25519_key-cert.pub"),
 	listKW("AllowUsers", "user pattern", func(c *Config) *[]string { return &c.AllowUsers }, checkUserPattern).perConnection().
 		supported("auth.Config.AllowUsers").eg("alice"),
-	listKW("DenyUsers", "user pattern", func(c *Config) *[]string { return &c.DenyUsers }, checkUserPattern).match().
-		refused("auth", "DenyUsers", "").eg("mallory"),
-	listKW("AllowGroups", "group pattern", func(c *Config) *[]string { return &c.AllowGroups }, nonEmpty).match().
-		refused("auth", "AllowGroups", "").eg("wheel"),
-	listKW("DenyGroups", "group pattern", func(c *Config) *[]string { return &c.DenyGroups }, nonEmpty).match().
-		refused("auth", "DenyGroups", "").eg("nologin"),
+	listKW("DenyUsers", "user pattern", func(c *Config) *[]string { return &c.DenyUsers }, checkUserPattern).perConnection().
+		supported("auth.Config.DenyUsers").eg("mallory"),
+	listKW("AllowGroups", "group pattern", func(c *Config) *[]string { return &c.AllowGroups }, nonEmpty).perConnection().
+		supported("auth.Config.AllowGroups").eg("wheel"),
+	listKW("DenyGroups", "group pattern", func(c *Config) *[]string { return &c.DenyGroups }, nonEmpty).perConnection().
+		supported("auth.Config.DenyGroups").eg("nologin"),
 	listKW("AcceptEnv", "variable pattern", func(c *Config) *[]string { return &c.AcceptEnv }, checkEnvName).perConnection().
 		supported("connection.Config.AcceptEnv").eg("LANG"),
 	wordsKW("SetEnv", "", func(c *Config) *[]string { return &c.SetEnv }, checkSetEnv).match().
 		refused("connection", "SetEnv", "").eg("FOO=bar"),
-	wordsKW("AuthenticationMethods", "any", func(c *Config) *[]string { return &c.AuthenticationMethods }, checkAuthMethods).match().
-		refused("auth", "AuthenticationMethods other than any", "any").eg("publickey,password"),
+	wordsKW("AuthenticationMethods", "any", func(c *Config) *[]string { return &c.AuthenticationMethods }, checkAuthMethods).perConnection().
+		supported("auth.Config.AuthenticationMethods").eg("publickey,password"),
 	wordsKW("LogVerbose", "", func(c *Config) *[]string { return &c.LogVerbose }, checkLogVerbose).match().
 		refused("", "LogVerbose", "").eg("kex.c:*:1000"),
 	wordsKW("ChannelTimeout", "none", func(c *Config) *[]string { return &c.ChannelTimeout }, checkChannelTimeout).match().

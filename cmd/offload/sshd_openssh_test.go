@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/offload/offload/internal/testenv"
+)
+
+// printDiffAllowed are the -T lines that differ from OpenSSH 9.2's sshd on
+// purpose: algorithm lists (offload's transport has its own), defaults of
+// features offload refuses (it says what it does: off), its pid file
+// default, and what 9.2 lacks or has that 10 changed.
+var printDiffAllowed = []string{"ciphers", "macs", "kexalgorithms", "hostkeyalgorithms", "pubkeyacceptedalgorithms",
+	"casignaturealgorithms", "hostbasedacceptedalgorithms", "allowagentforwarding", "allowstreamlocalforwarding",
+	"compression", "ipqos", "permituserrc", "printlastlog", "printmotd", "pidfile", "permitrootlogin",
+	// Only in one of them: GSSAPI and Kerberos (Debian's build has them,
+	// offload does not), OpenSSH 10's keywords 9.2 lacks, offload's own.
+	"gssapiauthentication", "gssapicleanupcredentials", "gssapikexalgorithms", "gssapikeyexchange",
+	"gssapistorecredentialsonrekey", "gssapistrictacceptorcheck", "kerberosauthentication", "kerberosorlocalpasswd",
+	"kerberosticketcleanup", "channeltimeout", "pamservicename", "persourcepenalties", "persourcepenaltyexemptlist",
+	"rdomain", "refuseconnection", "calibrationcache", "channelwindowsize", "cryptopolicy", "metricsaddress",
+	"pkcs11module", "pkcs11pinsource", "pkcs11token", "providermap", "providerdeny"}
+
+// TestPrintMatchesOpenSSH compares `offload sshd -T` with `sshd -T` on
+// the same configuration and -C connections, line by line: apart from
+// printDiffAllowed, every line is the same (keywords, value formats, the
+// Match blocks' effect).
+func TestPrintMatchesOpenSSH(t *testing.T) {
+	sshdBin := testenv.FirstFile(t, "OpenSSH sshd", "apt-get install openssh-server", "/usr/sbin/sshd")
+	dir := t.TempDir()
+	key := writeHostKey(t, dir)
+	banner := filepath.Join(dir, "banner")
+	text := "HostKey " + key + "\nPort 2222\nListenAddress 127.0.0.1\nPermitRootLogin no\nMaxAuthTries 3\n" +
+		"AllowUsers alice bob\nAcceptEnv LANG LC_*\nBanner " + banner + "\nClientAliveInterval 30\n" +
+		"Subsystem sftp internal-sftp\nPasswordAuthentication no\nUsePAM yes\nLogLevel VERBOSE\nMaxStartups 5:50:20\n" +
+		"RekeyLimit 1G 1h\nAuthorizedKeysFile .ssh/authorized_keys /etc/ssh/keys/%u\nUseDNS no\nStreamLocalBindMask 0117\n" +
+		"Match User alice Address 192.0.2.0/24\n\tMaxSessions 2\n\tAllowTcpForwarding no\n\tBanner none\n" +
+		"Match LocalPort 2222 User bob\n\tMaxAuthTries 1\n\tAcceptEnv TZ\n"
+	writeFileT(t, dir, "banner", "hello\n")
+	cfg := writeFileT(t, dir, "sshd_config", text)
+	for _, spec := range []string{"user=alice,addr=192.0.2.9,host=h,laddr=127.0.0.1,lport=2222",
+		"user=alice,addr=198.51.100.1,host=h,laddr=127.0.0.1,lport=2222", "user=bob,addr=198.51.100.1,host=h,laddr=127.0.0.1,lport=2222"} {
+		args := []string{"-T", "-f", cfg}
+		if spec != "" {
+			args = append(args, "-C", spec)
+		}
+		want, err := exec.Command(sshdBin, args...).CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(want), "privilege separation directory") {
+				testenv.Missing(t, "sshd's privilege separation directory /run/sshd", "mkdir /run/sshd as root")
+			}
+			t.Fatalf("sshd %v: %v\n%s", args, err, want)
+		}
+		got, _, err := runSshd(append(args, "-o", "CalibrationCache=none")...)
+		if err != nil {
+			t.Fatalf("offload sshd %v: %v", args, err)
+		}
+		compareDump(t, spec, string(want), got)
+	}
+}
+
+func compareDump(t *testing.T, spec, want, got string) {
+	t.Helper()
+	lines := func(s string) map[string][]string {
+		m := map[string][]string{}
+		for _, l := range strings.Split(s, "\n") {
+			if l == "" || l[0] == '#' {
+				continue
+			}
+			k, _, _ := strings.Cut(l, " ")
+			m[k] = append(m[k], l)
+		}
+		return m
+	}
+	w, g := lines(want), lines(got)
+	for k := range w {
+		if !slices.Contains(printDiffAllowed, k) && !slices.Equal(w[k], g[k]) {
+			t.Errorf("-C %q: %s: sshd prints %q, offload %q", spec, k, w[k], g[k])
+		}
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok && !slices.Contains(printDiffAllowed, k) {
+			t.Errorf("-C %q: offload prints %q, sshd nothing", spec, g[k])
+		}
+	}
+}
+
+func writeFileT(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
