@@ -296,7 +296,7 @@ func daemonViewOf(c *config.Config) daemonView {
 // syslog, as sshd does (offload's default, without it, is stderr, which
 // systemd puts in the journal).
 func syslogFacility(c *config.Config) string {
-	if !c.IsSet("SyslogFacility") {
+	if c == nil || !c.IsSet("SyslogFacility") {
 		return ""
 	}
 	return strings.ToUpper(c.SyslogFacility)

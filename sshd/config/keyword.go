@@ -97,6 +97,8 @@ type keyword struct {
 	debian bool
 	// noPrint keeps -T from printing the keyword.
 	noPrint bool
+	// own marks offload's own keywords (not OpenSSH's).
+	isOwn bool
 
 	set   func(c *Config, args []string) error
 	def   func(c *Config)
@@ -133,6 +135,7 @@ func (kw *keyword) perConnection() *keyword    { kw.inMatch, kw.perConn = true, 
 func (kw *keyword) eg(example string) *keyword { kw.example = example; return kw }
 func (kw *keyword) many() *keyword             { kw.repeat = accumulate; return kw }
 func (kw *keyword) debianOnly() *keyword       { kw.debian = true; return kw }
+func (kw *keyword) own() *keyword              { kw.isOwn = true; return kw }
 func (kw *keyword) args(lo, hi int) *keyword   { kw.minArgs, kw.maxArgs = lo, hi; return kw }
 func (kw *keyword) restOfLine() *keyword       { kw.rest, kw.minArgs, kw.maxArgs = true, 1, 1; return kw }
 

@@ -83,8 +83,9 @@ type KeywordInfo struct {
 	Default string
 	// Aliases are the old spellings OpenSSH accepts for it.
 	Aliases []string
-	// Debian marks keywords only Debian's OpenSSH knows.
-	Debian bool
+	// Debian marks keywords only Debian's OpenSSH knows; Own offload's
+	// own keywords.
+	Debian, Own bool
 }
 
 // KeywordTable returns every keyword's description, in -T order.
@@ -100,7 +101,7 @@ func KeywordTable() []KeywordInfo {
 func (kw *keyword) info(def *Config) KeywordInfo {
 	ki := KeywordInfo{Name: kw.name, Status: kw.status, InMatch: kw.inMatch, PerConnection: kw.perConn,
 		Applied: kw.applied, What: kw.what, Owner: kw.owner, Accepted: kw.accepted, InertWhile: kw.inertWhile,
-		Example: kw.example, Debian: kw.debian}
+		Example: kw.example, Debian: kw.debian, Own: kw.isOwn}
 	switch {
 	case kw.inertOff != nil:
 		ki.InertNow = kw.inertOff

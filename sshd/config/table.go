@@ -236,20 +236,20 @@ var keywords = []*keyword{
 	unsupported("GSSAPIKexAlgorithms").debianOnly(),
 
 	// offload's own.
-	channelWindowKW().perConnection().supported("connection.Config.WindowSize").eg("32M"),
-	metricsKW().supported("daemon: /metrics listener").eg("127.0.0.1:9100"),
+	channelWindowKW().perConnection().own().supported("connection.Config.WindowSize").eg("32M"),
+	metricsKW().own().supported("daemon: /metrics listener").eg("127.0.0.1:9100"),
 	pathKW("PKCS11Module", func(c *Config) *string { return &c.PKCS11Module }).
-		supported("daemon: the PKCS #11 provider's module").eg("/usr/lib/softhsm/libsofthsm2.so"),
-	pkcs11TokenKW().supported("daemon: the tokens the PKCS #11 provider opens").eg("pkcs11:token=offload"),
+		own().supported("daemon: the PKCS #11 provider's module").eg("/usr/lib/softhsm/libsofthsm2.so"),
+	pkcs11TokenKW().own().supported("daemon: the tokens the PKCS #11 provider opens").eg("pkcs11:token=offload"),
 	pathKW("PKCS11PinSource", func(c *Config) *string { return &c.PKCS11PinSource }).
-		supported("daemon: the PKCS #11 provider's PIN").eg("/etc/offload/pin"),
-	cryptoPolicyKW().supported("daemon: registry policy mode").eg("software-only"),
+		own().supported("daemon: the PKCS #11 provider's PIN").eg("/etc/offload/pin"),
+	cryptoPolicyKW().own().supported("daemon: registry policy mode").eg("software-only"),
 	enumKW("CryptoProfile", string(transport.ProfileDefault), func(c *Config) *string { return &c.CryptoProfile },
 		[]string{string(transport.ProfileDefault), string(transport.ProfileHardened)}, nil).
-		supported("sshd.Config.CryptoProfile and the default algorithm lists").eg("hardened"),
-	providerMapKW().supported("daemon: registry policy pins").eg("aes128-gcm=software"),
-	providerDenyKW().supported("daemon: registry policy deny list").eg("aes128-ctr"),
-	calibrationCacheKW().supported("daemon: registry calibration cache").eg("none"),
+		own().supported("sshd.Config.CryptoProfile and the default algorithm lists").eg("hardened"),
+	providerMapKW().own().supported("daemon: registry policy pins").eg("aes128-gcm=software"),
+	providerDenyKW().own().supported("daemon: registry policy deny list").eg("aes128-ctr"),
+	calibrationCacheKW().own().supported("daemon: registry calibration cache").eg("none"),
 }
 
 // aliases are old spellings OpenSSH accepts in place of a keyword.
