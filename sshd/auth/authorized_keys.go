@@ -42,9 +42,24 @@ func parseAuthorizedKeysLine(line []byte) (*authorizedLine, error) {
 var errLineTooLong = errors.New("auth: line too long")
 
 // eachAuthorizedLine calls fn for each usable line of the user's
-// authorized_keys files until fn returns true. Files and lines that
-// cannot be used are logged and skipped.
-func (s *decider) eachAuthorizedLine(fn func(*authorizedLine) bool) {
+// authorized_keys files, then of AuthorizedKeysCommand's output for key,
+// until fn returns true. Files and lines that cannot be used are logged
+// and skipped.
+func (s *decider) eachAuthorizedLine(key ssh.PublicKey, fn func(*authorizedLine) bool) {
+	if s.eachAuthorizedFileLine(fn) || !hasCommand(s.cfg.AuthorizedKeysCommand) {
+		return
+	}
+	out, err := s.runCommand("AuthorizedKeysCommand", s.cfg.AuthorizedKeysCommand, s.cfg.AuthorizedKeysCommandUser, keysCommandTokens, key)
+	if err == nil {
+		s.eachLine("AuthorizedKeysCommand", out, fn)
+	}
+}
+
+func hasCommand(line string) bool { return line != "" && line != "none" }
+
+// eachAuthorizedFileLine is eachAuthorizedLine for the files; it reports
+// whether fn stopped.
+func (s *decider) eachAuthorizedFileLine(fn func(*authorizedLine) bool) bool {
 	for _, pattern := range s.cfg.keyFiles {
 		path, err := userPath(pattern, s.acct.u)
 		if err != nil {
@@ -57,9 +72,10 @@ func (s *decider) eachAuthorizedLine(fn func(*authorizedLine) bool) {
 			continue
 		}
 		if s.eachLine(path, data, fn) {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // eachLine parses data line by line; it reports whether fn stopped.
@@ -89,7 +105,7 @@ func (s *decider) acceptPlainKey(key ssh.PublicKey) (*grant, error) {
 	want := key.Marshal()
 	var found *authorizedLine
 	err := errNoMatch
-	s.eachAuthorizedLine(func(l *authorizedLine) bool {
+	s.eachAuthorizedLine(key, func(l *authorizedLine) bool {
 		if l.opts.certAuthority || !bytes.Equal(l.key.Marshal(), want) {
 			return false
 		}

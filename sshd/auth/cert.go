@@ -53,7 +53,7 @@ func (s *decider) certFromTrustedCAs(c *ssh.Certificate) (*grant, error) {
 	if err != nil || !trusted {
 		return nil, errors.Join(errNoCA, err)
 	}
-	if s.cfg.AuthorizedPrincipalsFile == "" {
+	if s.cfg.AuthorizedPrincipalsFile == "" && !hasCommand(s.cfg.AuthorizedPrincipalsCommand) {
 		return s.checkCert(c, s.user, &keyOptions{})
 	}
 	principal, opts, err := s.principalFromFile(c)
@@ -86,32 +86,51 @@ func (s *decider) isTrustedCA(ca ssh.PublicKey) (bool, error) {
 // principalFromFile finds a line of the AuthorizedPrincipalsFile naming a
 // principal of c whose options allow this connection.
 func (s *decider) principalFromFile(c *ssh.Certificate) (string, *keyOptions, error) {
-	path, err := userPath(s.cfg.AuthorizedPrincipalsFile, s.acct.u)
-	if err != nil {
-		return "", nil, err
+	if s.cfg.AuthorizedPrincipalsFile != "" {
+		path, err := userPath(s.cfg.AuthorizedPrincipalsFile, s.acct.u)
+		if err != nil {
+			return "", nil, err
+		}
+		data, err := readUserFile(path, s.acct.u, !s.cfg.IgnoreFileModes)
+		if err != nil {
+			return "", nil, err
+		}
+		if name, opts := s.principalIn(c, path, data); opts != nil {
+			return name, opts, nil
+		}
 	}
-	data, err := readUserFile(path, s.acct.u, !s.cfg.IgnoreFileModes)
-	if err != nil {
-		return "", nil, err
+	if hasCommand(s.cfg.AuthorizedPrincipalsCommand) {
+		out, err := s.runCommand("AuthorizedPrincipalsCommand", s.cfg.AuthorizedPrincipalsCommand, s.cfg.AuthorizedPrincipalsCommandUser, principalsCommandTokens, c)
+		if err == nil {
+			if name, opts := s.principalIn(c, "AuthorizedPrincipalsCommand", out); opts != nil {
+				return name, opts, nil
+			}
+		}
 	}
+	return "", nil, reject("no principal of the certificate is authorized for the user")
+}
+
+// principalIn finds a line of principals data naming a principal of c
+// whose options allow this connection.
+func (s *decider) principalIn(c *ssh.Certificate, source string, data []byte) (string, *keyOptions) {
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data, _ = bytes.Cut(data, []byte{'\n'})
 		name, opts, err := parsePrincipalsLine(string(line))
 		if err != nil {
-			s.log.Warn("auth: principals line ignored", "file", path, "line", n, "err", err)
+			s.log.Warn("auth: principals line ignored", "file", source, "line", n, "err", err)
 			continue
 		}
 		if name == "" || !slices.Contains(c.ValidPrincipals, name) {
 			continue
 		}
 		if err := opts.allows(s.addr, s.cfg.now()); err != nil {
-			s.log.Info("auth: principal refused", "file", path, "line", n, "why", err)
+			s.log.Info("auth: principal refused", "file", source, "line", n, "why", err)
 			continue
 		}
-		return name, opts, nil
+		return name, opts
 	}
-	return "", nil, reject("no principal of the certificate is listed in " + path)
+	return "", nil
 }
 
 // parsePrincipalsLine parses "[options] principal"; an empty name for
@@ -168,7 +187,7 @@ func (s *decider) certFromAuthorizedKeys(c *ssh.Certificate) (*grant, error) {
 	want := c.SignatureKey.Marshal()
 	var g *grant
 	err := errNoCA
-	s.eachAuthorizedLine(func(l *authorizedLine) bool {
+	s.eachAuthorizedLine(c, func(l *authorizedLine) bool {
 		if !l.opts.certAuthority || !bytes.Equal(l.key.Marshal(), want) {
 			return false
 		}

@@ -87,6 +87,22 @@ type Config struct {
 	// name the user name as a principal.
 	AuthorizedPrincipalsFile string
 
+	// AuthorizedKeysCommand, when set (and not "none"), is a program
+	// (absolute path, owned by root and not writable by others, as every
+	// directory above it) whose output is read as more authorized_keys
+	// lines after AuthorizedKeysFiles found no match, run as
+	// AuthorizedKeysCommandUser. Arguments take the tokens %%, %f, %h,
+	// %k, %t, %U and %u; with none, the user name is the argument.
+	// AuthorizedPrincipalsCommand is the same for principals of
+	// certificates from TrustedUserCAKeys (after AuthorizedPrincipalsFile),
+	// with the tokens %%, %F, %f, %h, %i, %K, %k, %s, %T, %t, %U and %u.
+	// A command that fails, exits non-zero, writes more than MaxFileSize
+	// bytes or outlives CommandTimeout is not used.
+	AuthorizedKeysCommand, AuthorizedKeysCommandUser             string
+	AuthorizedPrincipalsCommand, AuthorizedPrincipalsCommandUser string
+	// CommandTimeout bounds those commands (0: DefaultCommandTimeout).
+	CommandTimeout time.Duration
+
 	// PasswordAuthentication enables the "password" method. The
 	// password is checked by PasswordCallback when set (it reports
 	// whether password is right for user), else by PAM's auth stack with
@@ -193,6 +209,12 @@ func (c *Config) Validate() error {
 		return &ConfigError{"UsePAM", pam.ErrUnavailable.Error()}
 	}
 	if err := c.validateLists(); err != nil {
+		return err
+	}
+	if err := validateCommand("AuthorizedKeysCommand", c.AuthorizedKeysCommand, c.AuthorizedKeysCommandUser, keysCommandTokens); err != nil {
+		return err
+	}
+	if err := validateCommand("AuthorizedPrincipalsCommand", c.AuthorizedPrincipalsCommand, c.AuthorizedPrincipalsCommandUser, principalsCommandTokens); err != nil {
 		return err
 	}
 	if c.MaxAuthTries < 0 {

@@ -91,6 +91,11 @@
 //
 // # authorized_keys
 //
+// AuthorizedKeysCommand's output is read as more lines after the files
+// (as the AuthorizedKeysCommandUser, with OpenSSH's % tokens), and
+// AuthorizedPrincipalsCommand's as more principals after
+// AuthorizedPrincipalsFile; see Config.
+//
 // Files come from Config.AuthorizedKeysFiles (default
 // ~/.ssh/authorized_keys; %h, %u, %U and %% tokens). Each line is parsed
 // with ssh.ParseAuthorizedKey; the options are interpreted here: from=
@@ -137,9 +142,11 @@
 // # Differences from OpenSSH
 //
 // No DNS: from= and AllowUsers host patterns match addresses only (as
-// with UseDNS no). Not implemented: AuthorizedKeysCommand,
-// AuthorizedPrincipalsCommand, password changes in the password method,
-// signed KRLs (refused, as by OpenSSH 9.4 and later). PAM prompts are one per round (see package pam).
+// with UseDNS no). Not implemented: password changes in the password
+// method, signed KRLs (refused, as by OpenSSH 9.4 and later).
+// AuthorizedKeysCommand and AuthorizedPrincipalsCommand are bounded in
+// time (CommandTimeout) and output (MaxFileSize), which OpenSSH's are not,
+// and run with only PATH in their environment. PAM prompts are one per round (see package pam).
 // A PAM account refusal sends SSH_MSG_DISCONNECT where OpenSSH just
 // closes the connection. permitlisten= and tunnel=
 // lines are refused (see above). Unknown users are answered like real
