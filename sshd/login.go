@@ -83,6 +83,34 @@ func (l *login) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, 
 	return l.inner.Decide(ctx, req)
 }
 
+// Respond passes keyboard-interactive responses to the in-process
+// Authority (auth.Responder).
+func (l *login) Respond(ctx context.Context, responses []string) (*auth.Decision, error) {
+	r, ok := l.inner.(auth.Responder)
+	if !ok {
+		return nil, errors.New("sshd: info response before a keyboard-interactive request")
+	}
+	return r.Respond(ctx, responses)
+}
+
+// Summary reports how the authentication went (auth.Summarizer), for the
+// per-source penalties.
+func (l *login) Summary() auth.Summary {
+	if s, ok := l.inner.(auth.Summarizer); ok {
+		return s.Summary()
+	}
+	return auth.Summary{}
+}
+
+// Close ends what the in-process Authority holds (a PAM transaction, a
+// keyboard-interactive dialog).
+func (l *login) Close() error {
+	if c, ok := l.inner.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // Settings returns the connection layer's settings fixed by Begin.
 func (l *login) Settings() *connection.Config { return l.conn }
 

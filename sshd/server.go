@@ -304,6 +304,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	l := newLogin(c.srv.cfg, tc.SessionID(), tc.LocalAddr(), tc.RemoteAddr())
 	opts := &auth.ServeOptions{MaxRequests: c.srv.maxRequests(), Logger: c.srv.log, Remote: tc.RemoteAddr()}
 	p, err := auth.Serve(ctx, tc, l, opts)
+	l.Close() // the PAM transaction and any keyboard-interactive dialog
 	if err != nil {
 		c.logEnd("authentication", err)
 		tc.Close()
