@@ -13,6 +13,7 @@ import (
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -56,6 +57,11 @@ type Config struct {
 	// when it returns true: sshd's random early drop ("start:rate:full")
 	// plugs in here. MaxStartups still applies as a hard limit.
 	DropStartup func(pending int) bool
+
+	// Penalties, when set, refuses connections from sources it has
+	// penalised (PerSourcePenalties, PerSourceMaxStartups) and is told how
+	// each connection ended; nil applies none. In-process mode only.
+	Penalties *penalty.Tracker
 
 	// Version is the identification string (default transport.DefaultVersion).
 	Version string

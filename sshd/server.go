@@ -13,6 +13,7 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/monitor"
+	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -260,6 +261,9 @@ func (c *conn) recoverPanic() {
 	if r := recover(); r != nil {
 		c.log.Error("sshd: panic serving connection", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		c.nc.Close()
+		if t := c.srv.cfg.Penalties; t != nil {
+			t.Penalize(addrPort(c.nc.RemoteAddr()).Addr(), penalty.Crash)
+		}
 	}
 }
 
@@ -275,12 +279,18 @@ func (c *conn) disconnect(reason uint32, msg string) {
 }
 
 func (c *conn) serve() {
+	slot, ok := c.admitSource()
+	if !ok {
+		return
+	}
+	defer slot.Release()
 	release, ok := c.srv.startup()
 	if !ok {
 		c.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", c.srv.cfg.MaxStartups)
 		return
 	}
 	defer release()
+	release = chainRelease(release, slot.Release)
 	start := time.Now()
 	if g := c.srv.cfg.LoginGraceTime; g > 0 {
 		c.nc.SetDeadline(start.Add(g))
@@ -288,6 +298,7 @@ func (c *conn) serve() {
 	tc, err := c.srv.tr.Handshake(c.nc)
 	if err != nil {
 		c.logEnd("handshake", err)
+		c.penalize(auth.Summary{}, err)
 		return
 	}
 	c.mu.Lock()
@@ -307,6 +318,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	l.Close() // the PAM transaction and any keyboard-interactive dialog
 	if err != nil {
 		c.logEnd("authentication", err)
+		c.penalize(l.Summary(), err)
 		tc.Close()
 		return
 	}

@@ -1,0 +1,54 @@
+package sshd
+
+import (
+	"errors"
+	"net"
+	"os"
+
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/penalty"
+	"github.com/offload/offload/sshd/sshlog"
+)
+
+// admitSource asks Config.Penalties whether the connection's source may
+// connect; a refused client gets OpenSSH's text and the connection ends.
+func (c *conn) admitSource() (*penalty.Slot, bool) {
+	t := c.srv.cfg.Penalties
+	if t == nil {
+		return nil, true
+	}
+	remote, local := addrPort(c.nc.RemoteAddr()), addrPort(c.nc.LocalAddr())
+	slot, err := t.Admit(remote.Addr())
+	var r *penalty.Refused
+	if errors.As(err, &r) {
+		c.log.Info(penalty.DropLine(int(c.srv.startups.Load()), remote, local, r.Reason), sshlog.Worded())
+		c.nc.Write([]byte(penalty.RefusalText))
+		return nil, false
+	}
+	return slot, true
+}
+
+// penalize tells Config.Penalties how a connection that did not log in
+// ended: sum is its authentication's summary, err why it ended.
+func (c *conn) penalize(sum auth.Summary, err error) {
+	t := c.srv.cfg.Penalties
+	if t == nil {
+		return
+	}
+	o := penalty.Outcome{Authenticated: sum.Authenticated, Attempted: sum.Attempted,
+		InvalidUser: sum.InvalidUser, GraceExceeded: isTimeout(err)}
+	if k, ok := penalty.Classify(o); ok {
+		t.Penalize(addrPort(c.nc.RemoteAddr()).Addr(), k)
+	}
+}
+
+// isTimeout reports whether err is the LoginGraceTime deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// chainRelease runs both releases.
+func chainRelease(a, b func()) func() {
+	return func() { a(); b() }
+}
