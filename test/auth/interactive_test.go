@@ -160,3 +160,30 @@ print(attempt("password", os.environ["PW"]), attempt("password", "nope"),
 		t.Fatalf("paramiko: %v\n%s\n%s", err, out, logs)
 	}
 }
+
+// An expired password (chage -d 0) under PAM: keyboard-interactive asks
+// for the current and a new password (pam_unix's password stack) and
+// logs in; the new password works afterwards, as with OpenSSH.
+func TestExpiredPasswordChangeOverKbdInt(t *testing.T) {
+	testenv.Root(t)
+	if !pam.Available {
+		testenv.Missing(t, "PAM in this build", "build with cgo and libpam0g-dev")
+	}
+	f := newFixture(t)
+	u := newAccountUser(t, f, "old-Secret-1")
+	testenv.Run(t, "chage", "-d", "0", u.Username)
+	name := testenv.UniqueName("oftpam")
+	path := filepath.Join("/etc/pam.d", name)
+	os.WriteFile(path, []byte("auth required pam_unix.so nodelay\naccount required pam_unix.so\npassword required pam_unix.so yescrypt\nsession required pam_unix.so\n"), 0o644)
+	t.Cleanup(func() { os.Remove(path) })
+	port, logs := offloadSSHD(t, &auth.Config{UsePAM: true, PAM: pam.Config{Service: name}, KbdInteractiveAuthentication: true})
+	ask := filepath.Join(f.dir, "askpass-change")
+	os.WriteFile(ask, []byte("#!/bin/sh\ncase \"$1\" in *New*|*new*) echo 'new-Secret-2' ;; *) echo 'old-Secret-1' ;; esac\n"), 0o700)
+	if ok, out := interactiveLogin(t, f, port, u.Username, ask, "keyboard-interactive"); !ok {
+		t.Fatalf("login with a password change: %s\n%s", out, logs)
+	}
+	ask2 := askpass(t, f.dir, "new-Secret-2", "none")
+	if ok, out := interactiveLogin(t, f, port, u.Username, ask2, "keyboard-interactive"); !ok {
+		t.Fatalf("login with the new password: %s\n%s", out, logs)
+	}
+}
