@@ -89,6 +89,12 @@ var catalog = []*Algorithm{
 	{Name: "x25519", Family: FamilyKeyAgreement, PublicKeySize: 32, SharedSize: 32},
 	{Name: "ecdh-p256", Family: FamilyKeyAgreement, PublicKeySize: 65, SharedSize: 32},
 	{Name: "ecdh-p384", Family: FamilyKeyAgreement, PublicKeySize: 97, SharedSize: 48},
+	// Finite-field Diffie-Hellman in the MODP groups of RFC 3526 (SSH's
+	// group14, group16 and group18), and in a group named per exchange.
+	{Name: "modp2048", Family: FamilyKeyAgreement, PublicKeySize: 256, SharedSize: 256},
+	{Name: "modp4096", Family: FamilyKeyAgreement, PublicKeySize: 512, SharedSize: 512},
+	{Name: "modp8192", Family: FamilyKeyAgreement, PublicKeySize: 1024, SharedSize: 1024},
+	{Name: "modp-gex", Family: FamilyKeyAgreement, PublicKeySize: 256, SharedSize: 256}, // sizes of its default group
 
 	{Name: "ml-kem-768", Family: FamilyKEM, PublicKeySize: 1184, SharedSize: 32, CiphertextSize: 1088},
 	{Name: "sntrup761", Family: FamilyKEM, PublicKeySize: 1158, SharedSize: 32, CiphertextSize: 1039},

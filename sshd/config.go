@@ -37,6 +37,9 @@ type Config struct {
 	// sshd/transport's CryptoProfile (transport.ProfileDefault when empty).
 	Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms []string
 	CryptoProfile                                   transport.Profile
+	// ModuliFile holds the groups of diffie-hellman-group-exchange-sha256
+	// (default transport.DefaultModuliFile).
+	ModuliFile string
 
 	// RekeyLimit caps the bytes under one set of keys (0: the cipher's
 	// limit); RekeyInterval is the time between key exchanges (0: one
@@ -138,7 +141,7 @@ func (s *settings) transportConfig() *transport.Config {
 	return &transport.Config{
 		Registry: s.Registry, HostKeys: s.HostKeys,
 		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
-		Profile:       s.CryptoProfile,
+		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile,
 		ServerSigAlgs: serverSigAlgs(s.Auth),
 		Version:       s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
 		KexTimeout: s.KexTimeout,

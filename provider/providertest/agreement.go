@@ -6,6 +6,7 @@ import (
 	"crypto/mlkem"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/offload/offload/provider"
@@ -138,6 +139,9 @@ func badPeers(alg *provider.Algorithm, good []byte) []badPeer {
 		{"a key one byte long", append(clone(good), 0)},
 		{"a key of twice the length", append(clone(good), good...)},
 	}
+	if strings.HasPrefix(alg.Name, "modp") {
+		return append(out, finiteFieldBadPeers(n)...)
+	}
 	if alg.Name == "x25519" {
 		for i, h := range x25519LowOrder {
 			out = append(out, badPeer{fmt.Sprintf("low-order point %d", i), unhex(h)})
@@ -156,6 +160,21 @@ func badPeers(alg *provider.Algorithm, good []byte) []badPeer {
 		badPeer{"coordinates of all ones (not below p)", append([]byte{4}, bytes.Repeat([]byte{0xff}, n-1)...)},
 	)
 	return out
+}
+
+// finiteFieldBadPeers are the values a finite-field Diffie-Hellman peer
+// must not send (RFC 8268 §4): 0, 1 and, as a MODP prime is below
+// 2^n - 1, all ones (not below p). p-1 needs the prime and is checked by
+// the providers' own tests.
+func finiteFieldBadPeers(n int) []badPeer {
+	zero := make([]byte, n)
+	one := make([]byte, n)
+	one[n-1] = 1
+	return []badPeer{
+		{"zero", zero},
+		{"one", one},
+		{"all ones (not below p)", bytes.Repeat([]byte{0xff}, n)},
+	}
 }
 
 // TestKEM tests key encapsulation from p for alg: sizes from the catalog,

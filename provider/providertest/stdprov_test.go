@@ -61,7 +61,8 @@ func (stdProvider) Capabilities() []provider.Capability {
 // noStdImplementation lists the catalog entries that neither the standard
 // library nor x/crypto implements; the software provider's own code is
 // tested against their published vectors instead.
-var noStdImplementation = map[string]bool{"sntrup761": true}
+var noStdImplementation = map[string]bool{"sntrup761": true,
+	"modp2048": true, "modp4096": true, "modp8192": true, "modp-gex": true}
 
 func wrongFamily(alg *provider.Algorithm, want provider.Family) error {
 	if alg.Family != want {

@@ -20,8 +20,11 @@ type keyAgreement struct {
 	priv *ecdh.PrivateKey
 }
 
-// NewKeyAgreement returns a fresh X25519, P-256 or P-384 key pair.
+// NewKeyAgreement returns a fresh X25519, P-256, P-384 or MODP-group key pair.
 func (p *Provider) NewKeyAgreement(alg *provider.Algorithm) (provider.KeyAgreement, error) {
+	if grp, ok := modpGroups[alg.Name]; ok {
+		return newDH(alg, grp)
+	}
 	c, ok := curves[alg.Name]
 	if !ok {
 		return nil, unsupported(alg)

@@ -42,17 +42,18 @@ type Provider struct {
 
 // Compile-time checks of the optional interfaces this provider offers.
 var (
-	_ provider.Provider             = (*Provider)(nil)
-	_ provider.AEADProvider         = (*Provider)(nil)
-	_ provider.StreamProvider       = (*Provider)(nil)
-	_ provider.KeyStreamProvider    = (*Provider)(nil)
-	_ provider.MACProvider          = (*Provider)(nil)
-	_ provider.OneTimeMACProvider   = (*Provider)(nil)
-	_ provider.HashProvider         = (*Provider)(nil)
-	_ provider.SignerProvider       = (*Provider)(nil)
-	_ provider.KeyGenerator         = (*Provider)(nil)
-	_ provider.KeyAgreementProvider = (*Provider)(nil)
-	_ provider.KEMProvider          = (*Provider)(nil)
+	_ provider.Provider                  = (*Provider)(nil)
+	_ provider.AEADProvider              = (*Provider)(nil)
+	_ provider.StreamProvider            = (*Provider)(nil)
+	_ provider.KeyStreamProvider         = (*Provider)(nil)
+	_ provider.MACProvider               = (*Provider)(nil)
+	_ provider.OneTimeMACProvider        = (*Provider)(nil)
+	_ provider.HashProvider              = (*Provider)(nil)
+	_ provider.SignerProvider            = (*Provider)(nil)
+	_ provider.KeyGenerator              = (*Provider)(nil)
+	_ provider.KeyAgreementProvider      = (*Provider)(nil)
+	_ provider.GroupKeyAgreementProvider = (*Provider)(nil)
+	_ provider.KEMProvider               = (*Provider)(nil)
 )
 
 // New returns the software provider, which offers every catalog algorithm.

@@ -2,8 +2,6 @@ package config
 
 import (
 	"strings"
-
-	"github.com/offload/offload/sshd/transport"
 )
 
 // Include and Match are handled by the reader; their entries make them
@@ -18,17 +16,6 @@ func matchKW() *keyword {
 	return &keyword{name: "Match", status: Supported, inMatch: true, perConn: true, minArgs: 1, maxArgs: -1,
 		applied: "ForConnection: blocks applied per connection (User, Group, Host, Address, LocalAddress, LocalPort, RDomain, Version, Invalid-User, all)",
 		example: "User alice"}
-}
-
-// dhGEXAbsent reports whether the transport lacks
-// diffie-hellman-group-exchange, the only user of ModuliFile.
-func dhGEXAbsent() bool {
-	for _, a := range transport.Algorithms() {
-		if a.Kind == transport.KindKex && strings.HasPrefix(a.Name, "diffie-hellman-group-exchange") {
-			return false
-		}
-	}
-	return true
 }
 
 var keywordIndex = func() map[string]*keyword {

@@ -127,7 +127,7 @@ var keywords = []*keyword{
 	pathKW("PidFile", func(c *Config) *string { return &c.PidFile }).
 		supported("daemon: pid file").eg("/run/offload-test.pid"),
 	stringKW("ModuliFile", "/etc/ssh/moduli", func(c *Config) *string { return &c.ModuliFile }).
-		inertUnless(dhGEXAbsent, "diffie-hellman-group-exchange key exchange (the moduli file)").eg("/etc/ssh/moduli.safe"),
+		supported("sshd.Config.ModuliFile: the groups of diffie-hellman-group-exchange-sha256").eg("/etc/ssh/moduli.safe"),
 	stringKW("XAuthLocation", "/usr/bin/xauth", func(c *Config) *string { return &c.XAuthLocation }).
 		inert("X11Forwarding", "the xauth program").eg("/opt/bin/xauth"),
 	algKW("Ciphers", CipherList, func(c *Config) *[]string { return &c.Ciphers }).

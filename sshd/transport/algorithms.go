@@ -86,6 +86,12 @@ var (
 		{name: "ecdh-sha2-nistp256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256", warn: warnNIST},
 		{name: "ecdh-sha2-nistp384", method: ecdhMethod, hash: "sha384", agree: "ecdh-p384", warn: warnNIST},
 		{name: "mlkem768nistp256-sha256", method: ecdhMethod, hash: "sha256", agree: "ecdh-p256", kem: "ml-kem-768", warn: warnNIST},
+		// Finite-field Diffie-Hellman, off by default as in OpenSSH 10's
+		// server: for old clients that have nothing else.
+		{name: "diffie-hellman-group14-sha256", method: dhMethod, hash: "sha256", agree: "modp2048"},
+		{name: "diffie-hellman-group16-sha512", method: dhMethod, hash: "sha512", agree: "modp4096"},
+		{name: "diffie-hellman-group18-sha512", method: dhMethod, hash: "sha512", agree: "modp8192"},
+		{name: "diffie-hellman-group-exchange-sha256", method: gexMethod, hash: "sha256", agree: "modp-gex"},
 	}
 	hostKeyTable = []hostKeySpec{
 		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},

@@ -42,8 +42,14 @@
 // mlkem768x25519-sha256 and sntrup761x25519-sha512 (also under its
 // @openssh.com name, which OpenSSH 8.5 to 9.9 prefer), curve25519-sha256
 // (and the @libssh.org alias) and, when configured, ecdh-sha2-nistp256/384
-// and mlkem768nistp256-sha256. Every KEM and curve comes from the registry
-// ("ml-kem-768", "sntrup761", "x25519", "ecdh-p256"). Strict key exchange (kex-strict-s-v00@openssh.com)
+// and mlkem768nistp256-sha256. kexdh.go runs finite-field Diffie-Hellman,
+// off by default as in OpenSSH 10's server: diffie-hellman-group14-sha256,
+// group16-sha512 and group18-sha512 (RFC 8268, the RFC 3526 groups), and
+// diffie-hellman-group-exchange-sha256 (RFC 4419), a two-step method whose
+// group comes from Config.ModuliFile (moduli.go; /etc/ssh/moduli by
+// default) chosen as OpenSSH chooses it. Every KEM, curve and group comes
+// from the registry ("ml-kem-768", "sntrup761", "x25519", "ecdh-p256",
+// "modp2048", "modp-gex" with provider.Registry.GroupKeyAgreement). Strict key exchange (kex-strict-s-v00@openssh.com)
 // is offered in the first KEXINIT: when the client asks for it, sequence
 // numbers restart at every NEWKEYS and any other message during the first
 // exchange ends the connection. A client that sends ext-info-c gets

@@ -128,26 +128,9 @@ func ecdhReply(s *Server, k *kexRun, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	hk := hostKeyFor(s.hostKeys, k.a.hostKey)
-	if hk == nil {
-		return nil, kexError(nil, "no key for host key algorithm %s", k.a.hostKey)
-	}
 	qS, K, err := agree(s.reg, k.a.kex, qC)
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.reg.Hash(k.a.kex.hash)
-	if err != nil {
-		return nil, kexError(err, "%s", k.a.kex.name)
-	}
-	H := exchangeHash(h, &k.m, hk.pub, wire.AppendBytes(nil, qC), wire.AppendBytes(nil, qS), K)
-	sig, err := k.signer.SignExchange(hk.alg, hk.pub, H)
-	if err != nil {
-		return nil, kexError(err, "signing the exchange hash")
-	}
-	k.res = &kexResult{H: H, K: K, h: h}
-	reply := []byte{wire.MsgKexECDHReply}
-	reply = wire.AppendBytes(reply, hk.pub)
-	reply = wire.AppendBytes(reply, qS)
-	return wire.AppendBytes(reply, sig), nil
+	return signReply(s, k, wire.MsgKexECDHReply, K, wire.AppendBytes(nil, qC), wire.AppendBytes(nil, qS))
 }

@@ -39,6 +39,11 @@ type Config struct {
 	// ServerSigAlgs is announced in EXT_INFO; default DefaultServerSigAlgs.
 	ServerSigAlgs []string
 
+	// ModuliFile holds the groups of diffie-hellman-group-exchange-sha256
+	// (moduli(5)); default DefaultModuliFile. Read by NewServer when that
+	// exchange is offered; without the file the fixed groups serve.
+	ModuliFile string
+
 	// Version is the identification string; default DefaultVersion.
 	Version string
 
@@ -67,6 +72,7 @@ type Server struct {
 	hostKeys []hostKey
 	signer   HostKeySigner // of HostKeys; nil when there are none
 	offer    offer
+	moduli   []modulus
 	sigAlgs  []string
 	version  []byte
 	rekeyB   uint64
@@ -103,6 +109,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.offer.hostKeys = s.offer.hostKeys[:0]
 	for _, hk := range s.hostKeys {
 		s.offer.hostKeys = append(s.offer.hostKeys, hk.alg)
+	}
+	if err := s.loadModuli(cfg); err != nil {
+		return nil, err
 	}
 	if s.version, err = versionLine(or(cfg.Version, DefaultVersion)); err != nil {
 		return nil, err
@@ -239,4 +248,25 @@ func (s *Server) rekeyLimit(cs *cipherSpec) uint64 {
 		limit = s.rekeyB
 	}
 	return limit
+}
+
+// loadModuli reads the moduli file when group exchange is offered;
+// unusable lines are logged and skipped, as OpenSSH skips them.
+func (s *Server) loadModuli(cfg *Config) error {
+	if !slices.ContainsFunc(s.offer.kex, func(n string) bool { return findKex(n).method == gexMethod }) {
+		return nil
+	}
+	path := or(cfg.ModuliFile, DefaultModuliFile)
+	groups, bad, err := loadModuli(path)
+	if err != nil {
+		return err
+	}
+	for _, e := range bad {
+		s.log.Warn("transport: skipping a moduli line", "file", path, "err", e)
+	}
+	if len(groups) == 0 {
+		s.log.Info("transport: no usable group in the moduli file; group exchange uses the fixed groups", "file", path)
+	}
+	s.moduli = groups
+	return nil
 }

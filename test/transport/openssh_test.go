@@ -261,6 +261,9 @@ func TestOpenSSHMatrix(t *testing.T) {
 							continue
 						}
 					}
+					if !long && strings.HasPrefix(kex, "diffie-hellman") && (c != ciphers[0] || mac != macs[0]) {
+						continue // finite-field DH is slow; one cell each without OFFLOAD_LONG
+					}
 					name := fmt.Sprintf("%s/%s/%s/%s", kex, hk, c, mac)
 					t.Run(name, func(t *testing.T) {
 						opts := []string{"KexAlgorithms=" + kex, "HostKeyAlgorithms=" + hk, "Ciphers=" + c, "MACs=" + mac}
@@ -331,6 +334,11 @@ func TestOpenSSHRekeyMidTransfer(t *testing.T) {
 	for _, c := range []string{"aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com", "aes256-ctr"} {
 		t.Run(c, func(t *testing.T) {
 			opts := []string{"Ciphers=" + c, "RekeyLimit=4M"}
+			if c != "aes128-gcm@openssh.com" {
+				// The OpenSSH client's sntrup761 (its default here) costs it
+				// ~150 ms a rekey; one cipher keeps it, the others save time.
+				opts = append(opts, "KexAlgorithms=curve25519-sha256")
+			}
 			out, errOut, code := f.run(t, opts, "sha256sum", data)
 			if code != 0 || !strings.HasPrefix(out, sum) {
 				t.Fatalf("upload: status %d stdout %q stderr %q", code, out, errOut)
