@@ -111,3 +111,11 @@ func (s *Server) serveSeparated(nc net.Conn) {
 	}
 	<-done
 }
+
+// separable reports whether nc is a socket the monitor can pass on; a
+// connection over pipes (inetd mode with a ProxyCommand) is served in
+// this process.
+func separable(nc net.Conn) bool {
+	_, ok := nc.(interface{ File() (*os.File, error) })
+	return ok
+}

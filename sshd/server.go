@@ -75,32 +75,43 @@ func (s *Server) maxRequests() int { return maxRequests(s.cfg.Auth) }
 func (s *Server) Transport() *transport.Server { return s.tr }
 
 // Serve accepts connections on l until Shutdown, serving each in its own
-// goroutine. It returns ErrServerClosed after Shutdown, or the accept
-// error that stopped it.
+// goroutine. It returns ErrServerClosed after Shutdown, or the error that
+// closed the listener.
 func (s *Server) Serve(l net.Listener) error {
 	if !s.track(l) {
 		l.Close()
 		return ErrServerClosed
 	}
 	defer s.untrack(l)
+	err := AcceptLoop(l, func(nc net.Conn) { go s.ServeConn(nc) }, s.log)
+	if s.isClosing() {
+		return ErrServerClosed
+	}
+	return err
+}
+
+// AcceptLoop accepts connections on l and passes each to serve, until l
+// is closed; it returns the error that closed it (wrapping
+// net.ErrClosed). Every other accept error — out of descriptors (EMFILE,
+// ENFILE), out of memory, a connection reset before accept — is logged
+// and retried after a pause that doubles up to a second, so that a
+// server out of descriptors recovers once they are freed instead of
+// stopping. It is the accept loop of Serve and of offload sshd.
+func AcceptLoop(l net.Listener, serve func(net.Conn), log *slog.Logger) error {
 	var delay time.Duration
 	for {
 		nc, err := l.Accept()
 		if err != nil {
-			if s.isClosing() {
-				return ErrServerClosed
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sshd: accept: %w", err)
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = backoff(delay)
-				s.log.Warn("sshd: accept", "err", err, "retry_in", delay)
-				time.Sleep(delay)
-				continue
-			}
-			return fmt.Errorf("sshd: accept: %w", err)
+			delay = backoff(delay)
+			log.Warn("sshd: accept failed; retrying", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
 		}
 		delay = 0
-		go s.ServeConn(nc)
+		serve(nc)
 	}
 }
 
@@ -207,7 +218,7 @@ func (s *Server) forget(c *conn) {
 // closes nc. It is what Serve runs for each accepted connection, and what
 // an inetd-style caller runs on its one connection.
 func (s *Server) ServeConn(nc net.Conn) {
-	if s.mon != nil {
+	if s.mon != nil && separable(nc) {
 		if !s.admitSeparated() {
 			nc.Close()
 			return

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"os/user"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,5 +257,38 @@ func TestDropStartup(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) < 2 || seen[0] != 0 || seen[1] != 1 {
 		t.Errorf("hook saw pending counts %v, want 0 then 1", seen)
+	}
+}
+
+// flakyListener fails its first accepts as a process out of descriptors
+// does, then hands out one connection, then reports it is closed.
+type flakyListener struct {
+	net.Listener
+	fails int
+	conn  net.Conn
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	if c := l.conn; c != nil {
+		l.conn = nil
+		return c, nil
+	}
+	return nil, net.ErrClosed
+}
+
+// TestAcceptLoopSurvivesEMFILE: running out of descriptors pauses the
+// accept loop; it does not end it (it once ended Serve for good).
+func TestAcceptLoopSurvivesEMFILE(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	l := &flakyListener{fails: 3, conn: a}
+	var got []net.Conn
+	err := AcceptLoop(l, func(nc net.Conn) { got = append(got, nc) }, slog.New(slog.DiscardHandler))
+	if !errors.Is(err, net.ErrClosed) || len(got) != 1 {
+		t.Fatalf("AcceptLoop: %v, %d connections; want the connection after the EMFILEs, then ErrClosed", err, len(got))
 	}
 }
