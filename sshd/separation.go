@@ -36,6 +36,20 @@ type Separation struct {
 	// LogLevel is the children's log level (their lines go through
 	// Config.Logger).
 	LogLevel slog.Level
+	// OnConnEnd, when set, is called once for each connection that ends,
+	// with the bytes its socket carried (the separated server's
+	// connections do not pass through this process, so a wrapper of the
+	// net.Conn would count nothing).
+	OnConnEnd func(ConnEnd)
+}
+
+// ConnEnd describes a connection of a separated server that has ended.
+type ConnEnd struct {
+	Remote            net.Addr
+	User              string // "" when it did not authenticate
+	Outcome           string // closed, noauth, authfail, grace-exceeded, protocol, crash
+	Duration          time.Duration
+	BytesIn, BytesOut uint64
 }
 
 // RunChild runs this process as a child of a separated Server when the
@@ -60,7 +74,7 @@ func newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
 	kex, hostKeys, ciphers, macs := tr.Offer()
-	pins, away := ipc.ChildPins(st.Registry)
+	pins, remote, away := ipc.ChildPins(st.Registry)
 	if len(away) > 0 {
 		st.log.Warn("sshd: these primitives are served by providers only this process has; the pre-auth and post-auth processes use the software and CPU providers for them",
 			"primitives", away)
@@ -73,15 +87,26 @@ func newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
 			Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
 			ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
 			RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
-			Mode: st.Registry.Policy().Mode.String(), Pins: pins,
+			Mode: st.Registry.Policy().Mode.String(), Pins: pins, Remote: remote,
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID []byte, local, remote net.Addr) (monitor.Login, error) {
 			return newLogin(st, sessionID, local, remote), nil
 		},
 		PerConnection: sep.PerConnection, Linger: sep.Linger,
-		Logger: st.log, LogLevel: sep.LogLevel,
+		Logger: st.log, LogLevel: sep.LogLevel, Metrics: st.Registry.Metrics(), Registry: st.Registry,
+		OnConnEnd: onConnEnd(sep.OnConnEnd),
 	})
+}
+
+func onConnEnd(f func(ConnEnd)) func(monitor.ConnEnd) {
+	if f == nil {
+		return nil
+	}
+	return func(e monitor.ConnEnd) {
+		f(ConnEnd{Remote: e.Remote, User: e.User, Outcome: e.Outcome.String(), Duration: e.Duration,
+			BytesIn: e.BytesIn, BytesOut: e.BytesOut})
+	}
 }
 
 // maxRequests bounds the userauth requests of a connection: ten times

@@ -22,6 +22,9 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/offload/offload/sshd"
+	"github.com/offload/offload/sshd/sandbox"
 )
 
 // Version is the offload version, set at build time with
@@ -43,6 +46,11 @@ var commands = map[string]command{
 }
 
 func main() {
+	sshd.RunChild() // a child process of offload sshd (privilege separation) runs its role and exits
+	if err := sandbox.CloseOnExec(); err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
+		fmt.Fprintln(os.Stderr, "offload:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -252,7 +252,7 @@ func (o *sshdOptions) setLevel(c *config.Config) {
 // (its Match blocks applied).
 func checkSshd(ctx context.Context, o *sshdOptions, stdout io.Writer, log *slog.Logger) error {
 	if !o.print {
-		g, err := loadGeneration(ctx, o, nil, log)
+		g, err := loadGeneration(ctx, o, nil, nil, log)
 		if err != nil {
 			return err
 		}
@@ -302,7 +302,7 @@ func printConfig(ctx context.Context, stdout io.Writer, eff *config.Config, log 
 // serveInetd serves the one connection on stdin/stdout (-i). SIGTERM
 // disconnects it.
 func serveInetd(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
-	g, err := loadGeneration(ctx, o, nil, log)
+	g, err := loadGeneration(ctx, o, nil, nil, log)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,7 +32,7 @@ type generation struct {
 }
 
 // loadGeneration reads the configuration and opens everything it names.
-func loadGeneration(ctx context.Context, o *sshdOptions, metrics *provider.Metrics, log *slog.Logger) (*generation, error) {
+func loadGeneration(ctx context.Context, o *sshdOptions, metrics *provider.Metrics, stats *daemonStats, log *slog.Logger) (*generation, error) {
 	c, err := o.loadConfig()
 	if err != nil {
 		return nil, err
@@ -43,14 +42,14 @@ func loadGeneration(ctx context.Context, o *sshdOptions, metrics *provider.Metri
 		return nil, err
 	}
 	g := &generation{cfg: c, reg: reg}
-	if err := g.open(ctx, log); err != nil {
+	if err := g.open(ctx, o, stats, log); err != nil {
 		reg.Close()
 		return nil, err
 	}
 	return g, nil
 }
 
-func (g *generation) open(ctx context.Context, log *slog.Logger) error {
+func (g *generation) open(ctx context.Context, o *sshdOptions, stats *daemonStats, log *slog.Logger) error {
 	var err error
 	if g.keys, err = openHostKeys(ctx, g.cfg, g.reg); err != nil {
 		return err
@@ -59,8 +58,28 @@ func (g *generation) open(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	sc.Separation = separation(sc.Separation, o, stats)
 	g.srv, err = sshd.NewServer(sc)
 	return err
+}
+
+// separation completes the process model of a server that will serve:
+// -t and -T start no children; inetd mode, which serves one connection,
+// one worker; the daemon counts the children's bytes.
+func separation(s *sshd.Separation, o *sshdOptions, stats *daemonStats) *sshd.Separation {
+	if s == nil || o.test || o.print {
+		return nil
+	}
+	if stats != nil {
+		s.OnConnEnd = stats.connEnded
+	}
+	if o.level != nil {
+		s.LogLevel = o.level.Level()
+	}
+	if o.inetd {
+		s.Workers = 1
+	}
+	return s
 }
 
 // retire waits for the generation's last connection to end, then stops
@@ -124,7 +143,7 @@ func startDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) (*daemon
 
 func (d *daemon) start(ctx context.Context) error {
 	o, log := d.o, d.log
-	g, err := loadGeneration(ctx, o, d.metrics, log)
+	g, err := loadGeneration(ctx, o, d.metrics, &d.stats, log)
 	if err != nil {
 		return err
 	}
@@ -227,40 +246,36 @@ func (d *daemon) loop(ctx context.Context) {
 }
 
 func (d *daemon) accept(l net.Listener) {
-	var delay time.Duration
-	for {
-		nc, err := l.Accept()
-		if err != nil {
-			if d.isClosing() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			d.log.Warn("accept failed", "err", err, "retry_in", delay)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		g := d.take()
-		if g == nil {
-			nc.Close()
+	sshd.AcceptLoop(l, d.serve, d.log)
+}
+
+// serve hands nc to the current generation. A separated server passes
+// the socket itself to its processes, so bytes are not counted here.
+func (d *daemon) serve(nc net.Conn) {
+	g := d.take()
+	if g == nil {
+		nc.Close()
+		return
+	}
+	if tc, ok := nc.(*net.TCPConn); ok && !g.cfg.TCPKeepAlive {
+		tc.SetKeepAlive(false)
+	}
+	d.stats.accepted.Add(1)
+	d.stats.active.Add(1)
+	go func() {
+		defer d.conns.Done()
+		defer g.wg.Done()
+		defer d.stats.active.Add(-1)
+		if g.cfg.PrivilegeSeparation {
+			g.srv.ServeConn(nc)
 			return
 		}
-		if tc, ok := nc.(*net.TCPConn); ok && !g.cfg.TCPKeepAlive {
-			tc.SetKeepAlive(false)
-		}
-		d.stats.accepted.Add(1)
-		d.stats.active.Add(1)
-		go func() {
-			defer d.conns.Done()
-			defer g.wg.Done()
-			defer d.stats.active.Add(-1)
-			cc := &countedConn{Conn: rawio.WrapConn(nc), stats: &d.stats}
-			start := time.Now()
-			g.srv.ServeConn(cc)
-			d.log.Debug("connection ended", "remote", nc.RemoteAddr().String(), "duration", time.Since(start),
-				"bytes_in", cc.rx.Load(), "bytes_out", cc.tx.Load())
-		}()
-	}
+		cc := &countedConn{Conn: rawio.WrapConn(nc), stats: &d.stats}
+		start := time.Now()
+		g.srv.ServeConn(cc)
+		d.log.Debug("connection ended", "remote", nc.RemoteAddr().String(), "duration", time.Since(start),
+			"bytes_in", cc.rx.Load(), "bytes_out", cc.tx.Load())
+	}()
 }
 
 // take counts a new connection against the current generation. Holding
@@ -289,7 +304,7 @@ func (d *daemon) isClosing() bool {
 // configuration kept.
 func (d *daemon) reload(ctx context.Context) {
 	d.log.Info("SIGHUP: reloading configuration", "file", d.o.file)
-	g, err := loadGeneration(ctx, d.o, d.metrics, d.log)
+	g, err := loadGeneration(ctx, d.o, d.metrics, &d.stats, d.log)
 	if err != nil {
 		d.refuse(err)
 		return

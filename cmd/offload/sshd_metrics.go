@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/offload/offload/sshd"
+
 	"github.com/offload/offload/provider"
 )
 
@@ -20,6 +22,12 @@ import (
 type daemonStats struct {
 	accepted, active, reloads, reloadErrors atomic.Int64
 	rx, tx                                  atomic.Uint64 // bytes on the wire, all connections
+}
+
+// connEnded counts a separated server's connection when it ends.
+func (s *daemonStats) connEnded(e sshd.ConnEnd) {
+	s.rx.Add(e.BytesIn)
+	s.tx.Add(e.BytesOut)
 }
 
 // countedConn counts the bytes a connection reads and writes, its own

@@ -103,6 +103,9 @@ func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.S
 	if c.LoginGraceTime == 0 {
 		sc.LoginGraceTime = -1 // sshd_config: 0 means no limit
 	}
+	if c.PrivilegeSeparation {
+		sc.Separation = &sshd.Separation{Workers: c.PreauthWorkers, PerConnection: c.PostauthPerConnection}
+	}
 	return sc, nil
 }
 

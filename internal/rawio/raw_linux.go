@@ -3,6 +3,8 @@ package rawio
 import (
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
@@ -40,4 +42,24 @@ func nonBlocking(rc syscall.RawConn) bool {
 		flags = int(r)
 	})
 	return err == nil && errno == 0 && flags&syscall.O_NONBLOCK != 0
+}
+
+// TCPBytes returns the bytes a TCP connection has received and had
+// acknowledged, as the kernel counts them (TCP_INFO); ok is false for
+// other connections.
+func TCPBytes(nc any) (in, out uint64, ok bool) {
+	sc, isSC := nc.(syscall.Conn)
+	if !isSC {
+		return 0, 0, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, 0, false
+	}
+	var info *unix.TCPInfo
+	rc.Control(func(fd uintptr) { info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) })
+	if err != nil || info == nil {
+		return 0, 0, false
+	}
+	return info.Bytes_received, info.Bytes_acked, true
 }

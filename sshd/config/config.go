@@ -145,6 +145,13 @@ type Config struct {
 	ProviderDeny     []provider.DenyEntry
 	CalibrationCache string // directory; "" for the user cache dir, "none" for no cache
 
+	// The process model: PrivilegeSeparation runs pre-auth workers and
+	// post-auth processes (PreauthWorkers of them, 0 for one per CPU; one
+	// post-auth process per user, or per connection).
+	PrivilegeSeparation   bool
+	PreauthWorkers        int
+	PostauthPerConnection bool
+
 	// set records the canonical keywords given in the file or overrides.
 	set map[string]bool
 	// src is what Parse read, kept for ForConnection.

@@ -250,6 +250,12 @@ var keywords = []*keyword{
 	providerMapKW().own().supported("daemon: registry policy pins").eg("aes128-gcm=software"),
 	providerDenyKW().own().supported("daemon: registry policy deny list").eg("aes128-ctr"),
 	calibrationCacheKW().own().supported("daemon: registry calibration cache").eg("none"),
+	boolKW("PrivilegeSeparation", true, func(c *Config) *bool { return &c.PrivilegeSeparation }).
+		own().supported("sshd.Config.Separation").eg("no"),
+	intKW("PreauthWorkers", 0, 1024, 0, func(c *Config) *int { return &c.PreauthWorkers }).
+		own().supported("sshd.Separation.Workers").eg("3"),
+	boolKW("PostauthPerConnection", false, func(c *Config) *bool { return &c.PostauthPerConnection }).
+		own().supported("sshd.Separation.PerConnection").eg("yes"),
 }
 
 // aliases are old spellings OpenSSH accepts in place of a keyword.

@@ -24,6 +24,9 @@ type ChildConfig struct {
 	MaxRequests    int           // bound on userauth requests (auth.ServeOptions)
 	// Post-auth processes.
 	User string // the account the process serves
+	// Metrics makes the child count provider operations and send them
+	// (TypeMetrics) to the monitor.
+	Metrics bool
 }
 
 // TransportConfig is the part of transport.Config a child needs, in a form
@@ -40,6 +43,9 @@ type TransportConfig struct {
 	HostPublicKeys            [][]byte // SSH wire format
 	Mode                      string   // provider.Mode
 	Pins                      map[string]string
+	// Remote maps AEAD algorithms to the monitor's provider that serves
+	// them (a token): the child reaches it through the monitor.
+	Remote map[string]string
 }
 
 // Marshal encodes c.
@@ -65,8 +71,8 @@ func ParseChildConfig(p []byte) (*ChildConfig, error) {
 
 // Build makes the transport.Config and registry the configuration
 // describes; keys held by the monitor are public keys only.
-func (t *TransportConfig) Build(log *slog.Logger) (*transport.Config, *provider.Registry, error) {
-	reg, err := t.registry(log)
+func (t *TransportConfig) Build(peer *Peer, log *slog.Logger, metrics *provider.Metrics) (*transport.Config, *provider.Registry, error) {
+	reg, err := t.registry(peer, log, metrics)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +92,7 @@ func (t *TransportConfig) Build(log *slog.Logger) (*transport.Config, *provider.
 	return cfg, reg, nil
 }
 
-func (t *TransportConfig) registry(log *slog.Logger) (*provider.Registry, error) {
+func (t *TransportConfig) registry(peer *Peer, log *slog.Logger, metrics *provider.Metrics) (*provider.Registry, error) {
 	mode, err := provider.ParseMode(t.Mode)
 	if t.Mode == "" {
 		mode, err = provider.ModeFastest, nil
@@ -94,8 +100,8 @@ func (t *TransportConfig) registry(log *slog.Logger) (*provider.Registry, error)
 	if err != nil {
 		return nil, fmt.Errorf("ipc: %w", err)
 	}
-	reg := provider.New(provider.Config{Policy: provider.Policy{Mode: mode, Pins: t.Pins}, Logger: log})
-	for _, p := range []provider.Provider{cpu.New(cpu.Detect()), software.New()} {
+	reg := provider.New(provider.Config{Policy: provider.Policy{Mode: mode, Pins: t.Pins}, Metrics: metrics, Logger: log})
+	for _, p := range append(t.remoteProviders(peer), cpu.New(cpu.Detect()), software.New()) {
 		if err := reg.Register(p); err != nil {
 			reg.Close()
 			return nil, fmt.Errorf("ipc: %w", err)
@@ -104,12 +110,30 @@ func (t *TransportConfig) registry(log *slog.Logger) (*provider.Registry, error)
 	return reg, nil
 }
 
+// remoteProviders stands in for the monitor's providers of Remote.
+func (t *TransportConfig) remoteProviders(peer *Peer) []provider.Provider {
+	byName := map[string]*RemoteProvider{}
+	var out []provider.Provider
+	for alg, name := range t.Remote {
+		rp := byName[name]
+		if rp == nil {
+			rp = &RemoteProvider{Peer: peer, ProvName: name}
+			byName[name] = rp
+			out = append(out, rp)
+		}
+		rp.Algorithms = append(rp.Algorithms, alg)
+	}
+	return out
+}
+
 // ChildPins returns, for every registry primitive the SSH algorithms are
-// built from, the provider reg chooses when it is one a child also has
-// (software or CPU): a child pins the same. Primitives served by other
-// providers (a token) are left out, with their names in away.
-func ChildPins(reg *provider.Registry) (pins map[string]string, away []string) {
-	pins = map[string]string{}
+// built from, the provider reg chooses: a child pins the same. AEADs
+// served by a provider only the monitor has (a token) are in remote: the
+// child reaches them through the monitor. Other primitives of such
+// providers are left out, with their names in away: the child serves them
+// with its own providers.
+func ChildPins(reg *provider.Registry) (pins, remote map[string]string, away []string) {
+	pins, remote = map[string]string{}, map[string]string{}
 	seen := map[string]bool{}
 	for _, a := range transport.Algorithms() {
 		for _, prim := range a.Primitives {
@@ -121,14 +145,19 @@ func ChildPins(reg *provider.Registry) (pins map[string]string, away []string) {
 			if err != nil {
 				continue
 			}
-			if kind := chosenKind(ex); kind == provider.KindSoftware || kind == provider.KindCPU {
+			kind := chosenKind(ex)
+			alg, _ := provider.Lookup(prim)
+			switch {
+			case kind == provider.KindSoftware || kind == provider.KindCPU:
 				pins[prim] = ex.Chosen
-			} else {
+			case alg != nil && alg.Family == provider.FamilyAEAD:
+				pins[prim], remote[prim] = ex.Chosen, ex.Chosen
+			default:
 				away = append(away, prim+"="+ex.Chosen)
 			}
 		}
 	}
-	return pins, away
+	return pins, remote, away
 }
 
 func chosenKind(ex *provider.Explanation) provider.Kind {

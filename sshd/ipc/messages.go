@@ -3,7 +3,9 @@ package ipc
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
+	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -22,13 +24,18 @@ const (
 	TypeAdopt     Type = 4 // Adopt and the socket: an authenticated connection for post-auth
 
 	// Child to monitor.
-	TypeSign     Type = 16 // SignRequest; the reply is an SSH signature blob
-	TypeBegin    Type = 17 // BeginRequest; the reply is BeginReply
-	TypeDecide   Type = 18 // DecideRequest; the reply is a Decision
-	TypeHandoff  Type = 19 // HandoffRequest; the reply is empty
-	TypeConnDone Type = 20 // ConnDone notification
-	TypeLog      Type = 21 // Log notification
-	TypeReady    Type = 22 // the child is configured and sandboxed (empty)
+	TypeSign      Type = 16 // SignRequest; the reply is an SSH signature blob
+	TypeBegin     Type = 17 // BeginRequest; the reply is BeginReply
+	TypeDecide    Type = 18 // DecideRequest; the reply is a Decision
+	TypeHandoff   Type = 19 // HandoffRequest; the reply is empty
+	TypeConnDone  Type = 20 // ConnDone notification
+	TypeLog       Type = 21 // Log notification
+	TypeReady     Type = 22 // the child is configured and sandboxed (empty)
+	TypeMetrics   Type = 23 // Metrics notification: provider counts since the last
+	TypeAEADNew   Type = 24 // AEADNew; the reply is an AEADHandle
+	TypeAEADSeal  Type = 25 // AEADCall; the reply is the sealed bytes
+	TypeAEADOpen  Type = 26 // AEADCall; the reply is the opened bytes
+	TypeAEADClose Type = 27 // AEADHandle notification
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -37,7 +44,8 @@ const (
 var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
-	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeReply: "reply",
+	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
+	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeReply: "reply",
 }
 
 func (t Type) String() string {
@@ -329,22 +337,42 @@ const (
 
 // ConnDone tells the monitor a connection has ended in the child.
 type ConnDone struct {
-	ConnID  uint64
-	Outcome Outcome
-	Err     string // what ended it, for logs
+	ConnID            uint64
+	Outcome           Outcome
+	Err               string // what ended it, for logs
+	BytesIn, BytesOut uint64 // on the wire, as the kernel counted them
 }
 
 // Marshal encodes m.
 func (m *ConnDone) Marshal() []byte {
 	b := wire.AppendUint64(nil, m.ConnID)
 	b = append(b, byte(m.Outcome))
-	return wire.AppendString(b, m.Err)
+	b = wire.AppendString(b, m.Err)
+	b = wire.AppendUint64(b, m.BytesIn)
+	return wire.AppendUint64(b, m.BytesOut)
+}
+
+// NewConnDone is the ConnDone of a connection ending with err, with the
+// byte counts of its socket sock (none when sock is nil or not TCP).
+func NewConnDone(id uint64, sock syscall.Conn, out Outcome, err error) *ConnDone {
+	m := &ConnDone{ConnID: id, Outcome: out}
+	if err != nil {
+		m.Err = err.Error()
+		if len(m.Err) > maxText {
+			m.Err = m.Err[:maxText]
+		}
+	}
+	if sock != nil {
+		m.BytesIn, m.BytesOut, _ = rawio.TCPBytes(sock)
+	}
+	return m
 }
 
 // ParseConnDone decodes a ConnDone.
 func ParseConnDone(p []byte) (*ConnDone, error) {
 	d := newDecoder(p)
 	m := &ConnDone{ConnID: d.Uint64("conn id"), Outcome: Outcome(d.Byte("outcome")), Err: d.string("error", maxText)}
+	m.BytesIn, m.BytesOut = d.Uint64("bytes in"), d.Uint64("bytes out")
 	if err := d.done(TypeConnDone); err != nil {
 		return nil, err
 	}

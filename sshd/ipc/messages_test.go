@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/auth"
 )
 
@@ -42,7 +43,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		Method: "publickey", HasSig: true, Algo: "ssh-ed25519", KeyBlob: []byte{4}, Sig: []byte{5}, Password: ""}},
 		(*DecideRequest).Marshal, ParseDecideRequest)
 	roundTrip(t, "HandoffRequest", &HandoffRequest{ConnID: 4, State: []byte{1, 2, 3}}, (*HandoffRequest).Marshal, ParseHandoffRequest)
-	roundTrip(t, "ConnDone", &ConnDone{ConnID: 5, Outcome: OutcomeAuthFail, Err: "too many"}, (*ConnDone).Marshal, ParseConnDone)
+	roundTrip(t, "ConnDone", &ConnDone{ConnID: 5, Outcome: OutcomeAuthFail, Err: "too many", BytesIn: 10, BytesOut: 20}, (*ConnDone).Marshal, ParseConnDone)
 	roundTrip(t, "Adopt", &Adopt{ConnID: 6, Local: "a", Remote: "b", Perms: []byte("{}"), Settings: []byte("{}"), State: []byte{9}},
 		(*Adopt).Marshal, ParseAdopt)
 	roundTrip(t, "Log", &Log{Level: -4, Msg: "m", Attrs: []byte(`{"a":1}`)}, (*Log).Marshal, ParseLog)
@@ -140,4 +141,42 @@ func FuzzReply(f *testing.F) {
 			t.Fatal("a reply does not encode back")
 		}
 	})
+}
+
+func FuzzMetrics(f *testing.F) {
+	fuzzParse(f, &Metrics{Samples: []provider.Sample{{Provider: "cpu", Algorithm: "aes128-gcm", Op: "seal", Ops: 1, Bytes: 2}}},
+		(*Metrics).Marshal, ParseMetrics)
+}
+
+func TestMetricsRoundTrip(t *testing.T) {
+	roundTrip(t, "Metrics", &Metrics{Samples: []provider.Sample{{Provider: "cpu", Algorithm: "aes128-gcm", Op: "seal",
+		Ops: 3, Bytes: 4096, Errors: 1, Latency: 5}}}, (*Metrics).Marshal, ParseMetrics)
+	sink := provider.NewMetrics()
+	(&Metrics{Samples: []provider.Sample{{Provider: "cpu", Algorithm: "aes128-gcm", Op: "seal", Ops: 3, Bytes: 4096},
+		{Provider: "cpu", Algorithm: "x", Op: "no-such-op", Ops: 1}}}).Add(sink)
+	if c := sink.Counter("cpu", "aes128-gcm", provider.OpSeal); c.Ops.Load() != 3 || c.Bytes.Load() != 4096 {
+		t.Fatalf("merged counter: %d ops, %d bytes", c.Ops.Load(), c.Bytes.Load())
+	}
+}
+
+func TestAEADMessagesRoundTrip(t *testing.T) {
+	roundTrip(t, "AEADNew", &AEADNew{Alg: "aes128-gcm", Key: make([]byte, 16)}, (*AEADNew).Marshal, ParseAEADNew)
+	roundTrip(t, "AEADHandle", &AEADHandle{Handle: 7}, (*AEADHandle).Marshal, ParseAEADHandle)
+	roundTrip(t, "AEADCall", &AEADCall{Handle: 7, Nonce: make([]byte, 12), AD: []byte{0, 0, 0, 9}, Data: []byte("x")},
+		(*AEADCall).Marshal, ParseAEADCall)
+	if _, err := ParseAEADNew((&AEADNew{Alg: "a", Key: make([]byte, maxKey+1)}).Marshal()); err == nil {
+		t.Fatal("an over-long key was accepted")
+	}
+}
+
+func FuzzAEADNew(f *testing.F) {
+	fuzzParse(f, &AEADNew{Alg: "aes128-gcm", Key: make([]byte, 16)}, (*AEADNew).Marshal, ParseAEADNew)
+}
+
+func FuzzAEADCall(f *testing.F) {
+	fuzzParse(f, &AEADCall{Handle: 1, Nonce: make([]byte, 12), AD: []byte{1}, Data: []byte{2}}, (*AEADCall).Marshal, ParseAEADCall)
+}
+
+func FuzzAEADHandle(f *testing.F) {
+	fuzzParse(f, &AEADHandle{Handle: 1}, (*AEADHandle).Marshal, ParseAEADHandle)
 }

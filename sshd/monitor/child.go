@@ -42,7 +42,8 @@ type child struct {
 	startErr  error
 	readyOnce sync.Once
 	ready     chan struct{}
-	ending    bool // guarded by m.mu: told to end, or ended
+	aeads     aeads // post-auth: AEADs held for it
+	ending    bool  // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
 	exited    chan struct{} // closed when the process has been reaped
 }
@@ -143,6 +144,7 @@ func (c *child) reap() {
 	defer c.m.kids.Done()
 	err := c.cmd.Wait()
 	close(c.exited)
+	c.aeads.closeAll()
 	if c.peer != nil {
 		c.peer.Close()
 	}
@@ -196,8 +198,14 @@ func (c *child) handle(msg *ipc.Message) {
 		}
 	case ipc.TypeConnDone:
 		c.connDone(msg.Payload)
-	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeHandoff:
+	case ipc.TypeMetrics:
+		c.metrics(msg.Payload)
+	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal, ipc.TypeAEADOpen:
 		c.request(msg)
+	case ipc.TypeAEADClose:
+		if h, err := ipc.ParseAEADHandle(msg.Payload); err == nil {
+			c.aeads.remove(h.Handle)
+		}
 	default:
 		c.violation(fmt.Errorf("unexpected %v message", msg.Type))
 	}
@@ -227,7 +235,21 @@ func (c *child) connDone(p []byte) {
 	if d.Err != "" {
 		cause = errors.New(d.Err)
 	}
+	c.m.mu.Lock()
+	conn.bytesIn, conn.bytesOut = d.BytesIn, d.BytesOut
+	c.m.mu.Unlock()
 	c.m.finish(conn, d.Outcome, cause)
+}
+
+func (c *child) metrics(p []byte) {
+	mt, err := ipc.ParseMetrics(p)
+	if err != nil {
+		c.violation(err)
+		return
+	}
+	if c.m.cfg.Metrics != nil {
+		mt.Add(c.m.cfg.Metrics)
+	}
 }
 
 func (c *child) request(msg *ipc.Message) {
@@ -310,8 +332,8 @@ func (m *Monitor) respawn(slot int) {
 func (m *Monitor) startWorker(slot int) (*child, error) {
 	w := newChild(m, ipc.RolePreauth, "offload-sshd: pre-auth worker "+strconv.Itoa(slot+1))
 	w.slot = slot
-	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel,
-		LoginGraceTime: m.cfg.LoginGraceTime, MaxRequests: m.cfg.MaxRequests}
+	cfg := &ipc.ChildConfig{Transport: m.workerTransport(), LogLevel: m.cfg.LogLevel,
+		LoginGraceTime: m.cfg.LoginGraceTime, MaxRequests: m.cfg.MaxRequests, Metrics: m.cfg.Metrics != nil}
 	return w, w.launch(m.wcred, cfg, nil)
 }
 
@@ -376,4 +398,19 @@ func (m *Monitor) workerUserName() string {
 		return strconv.Itoa(os.Geteuid()) + " (the server's own)"
 	}
 	return strconv.Itoa(int(m.wcred.Uid))
+}
+
+// workerTransport is the transport configuration of the pre-auth
+// workers: the monitor's AEADs are for post-auth processes only, so their
+// algorithms are neither remote nor pinned there.
+func (m *Monitor) workerTransport() ipc.TransportConfig {
+	t := m.cfg.Transport
+	t.Remote = nil
+	t.Pins = map[string]string{}
+	for alg, p := range m.cfg.Transport.Pins {
+		if _, remote := m.cfg.Transport.Remote[alg]; !remote {
+			t.Pins[alg] = p
+		}
+	}
+	return t
 }

@@ -47,6 +47,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/rawio"
+	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
@@ -98,6 +100,22 @@ type Config struct {
 	// Logger receives the monitor's lines and those its children send.
 	Logger   *slog.Logger
 	LogLevel slog.Level // the children's level
+	// Metrics, when set, receives the provider counts of the children.
+	Metrics *provider.Metrics
+	// Registry serves the AEADs Transport.Remote names to post-auth
+	// processes (bulk crypto on a token).
+	Registry *provider.Registry
+	// OnConnEnd, when set, is called once for each connection that ends.
+	OnConnEnd func(ConnEnd)
+}
+
+// ConnEnd describes a connection that has ended.
+type ConnEnd struct {
+	Remote            net.Addr
+	User              string // "" when it did not authenticate
+	Outcome           ipc.Outcome
+	Duration          time.Duration
+	BytesIn, BytesOut uint64 // on the wire
 }
 
 // DefaultLinger is the default Config.Linger.
@@ -207,6 +225,9 @@ type mconn struct {
 	done          chan struct{}
 	preauthEnd    func() // called once when the connection leaves pre-auth
 	outcome       ipc.Outcome
+	start         time.Time
+	bytesIn       uint64 // as the child that served it last counted
+	bytesOut      uint64
 }
 
 // Admit takes a new connection: the monitor keeps a copy of its socket
@@ -222,7 +243,7 @@ func (m *Monitor) Admit(nc net.Conn, preauthEnd func()) (<-chan struct{}, error)
 		return nil, err
 	}
 	c := &mconn{id: m.nextID.Add(1), file: f, local: local, remote: remote,
-		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket()}
+		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket(), start: time.Now()}
 	w, err := m.register(c)
 	if err != nil {
 		f.Close()
@@ -309,6 +330,7 @@ func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
 	}
 	m.mu.Unlock()
 	if c.file != nil {
+		c.bytesIn, c.bytesOut, _ = rawio.TCPBytes(c.file)
 		syscall.Shutdown(int(c.file.Fd()), syscall.SHUT_RDWR)
 		c.file.Close()
 	}
@@ -319,7 +341,12 @@ func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
 	if owner != nil && owner.role == ipc.RolePostauth {
 		m.maybeIdle(owner)
 	}
-	m.log.Debug("monitor: connection ended", "conn", c.id, "outcome", out.String(), "err", err)
+	m.log.Debug("monitor: connection ended", "conn", c.id, "outcome", out.String(), "err", err,
+		"duration", time.Since(c.start), "bytes_in", c.bytesIn, "bytes_out", c.bytesOut)
+	if m.cfg.OnConnEnd != nil {
+		m.cfg.OnConnEnd(ConnEnd{Remote: c.remote, User: c.user, Outcome: out, Duration: time.Since(c.start),
+			BytesIn: c.bytesIn, BytesOut: c.bytesOut})
+	}
 	close(c.done)
 }
 

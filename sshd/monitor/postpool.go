@@ -114,7 +114,8 @@ func (m *Monitor) launchPost(p *child) {
 		m.dropPost(p)
 		return
 	}
-	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user}
+	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user,
+		Metrics: m.cfg.Metrics != nil}
 	if err := p.launch(cred, cfg, postEnv); err != nil {
 		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
 		m.dropPost(p)

@@ -27,18 +27,36 @@ const decideTimeout = 2 * time.Minute
 
 // serve answers one request of child c.
 func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
-	if c.role == ipc.RolePostauth && msg.Type != ipc.TypeSign {
-		return nil, fmt.Errorf("monitor: %v is not for a post-auth process", msg.Type)
+	if !allowed(c.role, msg.Type) {
+		return nil, fmt.Errorf("monitor: %v is not for a %s process", msg.Type, c.role)
 	}
 	switch msg.Type {
 	case ipc.TypeSign:
 		return m.sign(c, msg.Payload)
+	case ipc.TypeAEADNew:
+		return m.newAEAD(c, msg.Payload)
+	case ipc.TypeAEADSeal, ipc.TypeAEADOpen:
+		return m.aeadCall(c, msg.Type, msg.Payload)
 	case ipc.TypeBegin:
 		return m.begin(c, msg.Payload)
 	case ipc.TypeDecide:
 		return m.decide(c, msg.Payload)
 	}
 	return m.handoff(c, msg.Payload)
+}
+
+// allowed says which requests each kind of child may make: a pre-auth
+// worker neither holds authenticated connections nor uses the monitor's
+// AEADs (it would be a free encryption service for a compromised worker);
+// a post-auth process neither authenticates nor hands over.
+func allowed(role string, t ipc.Type) bool {
+	switch t {
+	case ipc.TypeSign:
+		return true
+	case ipc.TypeBegin, ipc.TypeDecide, ipc.TypeHandoff:
+		return role == ipc.RolePreauth
+	}
+	return role == ipc.RolePostauth
 }
 
 // sign signs an exchange hash for a connection of c. The first hash

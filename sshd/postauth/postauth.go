@@ -25,6 +25,7 @@ package postauth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,7 +50,10 @@ func Main() int {
 		return 1
 	}
 	child, err := ipc.OpenChild()
-	if err != nil {
+	if err == nil {
+		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
+	}
+	if err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
 		return 1
 	}
@@ -77,6 +81,8 @@ type process struct {
 	conns  map[uint64]*transport.Conn
 	end    chan struct{} // closed when told to end
 	once   sync.Once
+
+	reporter *ipc.MetricsReporter // nil without metrics
 }
 
 func newProcess(child *ipc.Child) (*process, error) {
@@ -85,7 +91,9 @@ func newProcess(child *ipc.Child) (*process, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
 		conns: map[uint64]*transport.Conn{}, end: make(chan struct{})}
-	tc, _, err := cfg.Transport.Build(log)
+	metrics, reporter := child.Metrics()
+	p.reporter = reporter
+	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
 	if err != nil {
 		return p, err
 	}
@@ -150,19 +158,20 @@ func (p *process) adopt(m *ipc.Message) {
 		p.log.Error("post-auth: bad adopt message", "err", err, "files", len(m.Files))
 		return
 	}
-	nc, err := net.FileConn(m.Files[0])
-	m.Files[0].Close()
+	f := m.Files[0] // kept to read the socket's byte counts at the end
+	nc, err := net.FileConn(f)
 	if err != nil {
-		p.done(a.ConnID, err)
+		p.done(a.ConnID, f, err)
+		f.Close()
 		return
 	}
 	p.wg.Add(1)
-	go p.serve(a, nc)
+	go p.serve(a, nc, f)
 }
 
 // serve runs the connection protocol on an adopted connection; a panic
 // ends only it.
-func (p *process) serve(a *ipc.Adopt, nc net.Conn) {
+func (p *process) serve(a *ipc.Adopt, nc net.Conn, f *os.File) {
 	defer p.wg.Done()
 	log := p.log.With("conn", a.ConnID, "remote", a.Remote)
 	var err error
@@ -172,7 +181,8 @@ func (p *process) serve(a *ipc.Adopt, nc net.Conn) {
 			nc.Close()
 			err = fmt.Errorf("panic: %v", r)
 		}
-		p.done(a.ConnID, err)
+		p.done(a.ConnID, f, err)
+		f.Close()
 	}()
 	err = p.run(a, nc, log)
 }
@@ -222,11 +232,11 @@ func (p *process) untrack(id uint64) {
 	delete(p.conns, id)
 }
 
-// done tells the monitor a connection has ended.
-func (p *process) done(id uint64, err error) {
-	msg := ""
-	if err != nil {
-		msg = err.Error()
+// done tells the monitor a connection has ended, with the bytes its
+// socket carried.
+func (p *process) done(id uint64, sock *os.File, err error) {
+	if p.reporter != nil {
+		p.reporter.Flush()
 	}
-	p.peer.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: id, Outcome: ipc.OutcomeClosed, Err: msg}).Marshal())
+	p.peer.Notify(ipc.TypeConnDone, ipc.NewConnDone(id, sock, ipc.OutcomeClosed, err).Marshal())
 }

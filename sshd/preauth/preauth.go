@@ -36,7 +36,10 @@ import (
 // ipc.OpenChild) until the monitor goes away, and returns the exit code.
 func Main() int {
 	child, err := ipc.OpenChild()
-	if err != nil {
+	if err == nil {
+		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
+	}
+	if err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "offload sshd pre-auth:", err)
 		return 1
 	}
@@ -57,15 +60,18 @@ type worker struct {
 	tr   *transport.Server
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	conns map[uint64]net.Conn
+	mu       sync.Mutex
+	conns    map[uint64]net.Conn
+	reporter *ipc.MetricsReporter // nil without metrics
 }
 
 func newWorker(child *ipc.Child) (*worker, error) {
 	cfg := child.Config
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel))
 	w := &worker{peer: child.Peer, cfg: cfg, log: log, conns: map[uint64]net.Conn{}}
-	tc, _, err := cfg.Transport.Build(log)
+	metrics, reporter := child.Metrics()
+	w.reporter = reporter
+	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
 	if err != nil {
 		return w, err
 	}
@@ -113,16 +119,17 @@ func (w *worker) newConn(m *ipc.Message) {
 		w.log.Error("pre-auth worker: bad new-conn message", "err", err, "files", len(m.Files))
 		return
 	}
-	c, err := net.FileConn(m.Files[0])
-	m.Files[0].Close()
+	f := m.Files[0] // kept to read the socket's byte counts at the end
+	c, err := net.FileConn(f)
 	if err != nil {
-		w.done(nc.ConnID, ipc.OutcomeClosed, err)
+		w.done(nc.ConnID, f, ipc.OutcomeClosed, err)
+		f.Close()
 		return
 	}
 	w.mu.Lock()
 	w.conns[nc.ConnID] = c
 	w.mu.Unlock()
-	go w.serve(nc.ConnID, c)
+	go w.serve(nc.ConnID, c, f)
 }
 
 func (w *worker) closeConn(id uint64) {
@@ -143,13 +150,14 @@ func (w *worker) closeAll() {
 }
 
 // serve runs one connection up to its hand-over; a panic ends only it.
-func (w *worker) serve(id uint64, nc net.Conn) {
+func (w *worker) serve(id uint64, nc net.Conn, f *os.File) {
+	defer f.Close()
 	log := w.log.With("conn", id, "remote", nc.RemoteAddr().String())
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("pre-auth worker: panic serving connection", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			w.done(id, f, ipc.OutcomeProtocol, fmt.Errorf("panic: %v", r))
 			nc.Close()
-			w.done(id, ipc.OutcomeProtocol, fmt.Errorf("panic: %v", r))
 		}
 		w.mu.Lock()
 		delete(w.conns, id)
@@ -157,8 +165,8 @@ func (w *worker) serve(id uint64, nc net.Conn) {
 	}()
 	out, err := w.run(id, nc, log)
 	if out != ipc.OutcomeHandedOver {
+		w.done(id, f, out, err)
 		nc.Close()
-		w.done(id, out, err)
 	}
 }
 
@@ -201,6 +209,9 @@ func (w *worker) handOver(id uint64, tc *transport.Conn) (ipc.Outcome, error) {
 	if err != nil {
 		return ipc.OutcomeClosed, fmt.Errorf("pre-auth worker: hand-over: %w", err)
 	}
+	if w.reporter != nil {
+		w.reporter.Flush()
+	}
 	return ipc.OutcomeHandedOver, nil
 }
 
@@ -220,11 +231,11 @@ func outcomeOf(err error, def ipc.Outcome) ipc.Outcome {
 
 const connectionLost = 10 // SSH_DISCONNECT_CONNECTION_LOST
 
-// done tells the monitor a connection ended here.
-func (w *worker) done(id uint64, out ipc.Outcome, err error) {
-	msg := ""
-	if err != nil {
-		msg = err.Error()
+// done tells the monitor a connection ended here, with the bytes its
+// socket carried.
+func (w *worker) done(id uint64, sock *os.File, out ipc.Outcome, err error) {
+	if w.reporter != nil {
+		w.reporter.Flush()
 	}
-	w.peer.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: id, Outcome: out, Err: msg}).Marshal())
+	w.peer.Notify(ipc.TypeConnDone, ipc.NewConnDone(id, sock, out, err).Marshal())
 }

@@ -1,0 +1,163 @@
+package ipc
+
+import (
+	"context"
+	"crypto/cipher"
+	"fmt"
+
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Bulk crypto on a token from a child. The PKCS #11 module lives only in
+// the monitor, so a post-auth process whose packet cipher the policy puts
+// on a token (the T2-style crypto unit) reaches it through the monitor,
+// as Solaris processes reached their crypto units through the kernel
+// framework: each packet is one request. The PIN never leaves the
+// monitor. Only AEADs travel this way (AES-GCM is what tokens offer).
+
+// AEADNew asks the monitor for an AEAD of Alg under Key from its own
+// registry; the reply is an AEADHandle.
+type AEADNew struct {
+	Alg string
+	Key []byte
+}
+
+// Marshal encodes m.
+func (m *AEADNew) Marshal() []byte { return wire.AppendBytes(wire.AppendString(nil, m.Alg), m.Key) }
+
+// ParseAEADNew decodes an AEADNew.
+func ParseAEADNew(p []byte) (*AEADNew, error) {
+	d := newDecoder(p)
+	m := &AEADNew{Alg: d.string("algorithm", maxName), Key: d.bytes("key", maxKey)}
+	return m, d.done(TypeAEADNew)
+}
+
+// AEADHandle names an AEAD the monitor holds for a child (the reply to
+// AEADNew, and the subject of AEADClose).
+type AEADHandle struct{ Handle uint32 }
+
+// Marshal encodes m.
+func (m *AEADHandle) Marshal() []byte { return wire.AppendUint32(nil, m.Handle) }
+
+// ParseAEADHandle decodes an AEADHandle.
+func ParseAEADHandle(p []byte) (*AEADHandle, error) {
+	d := newDecoder(p)
+	m := &AEADHandle{Handle: d.Uint32("handle")}
+	return m, d.done(TypeAEADClose)
+}
+
+// AEADCall is one Seal (TypeAEADSeal) or Open (TypeAEADOpen); the reply
+// is the output.
+type AEADCall struct {
+	Handle          uint32
+	Nonce, AD, Data []byte
+}
+
+// Marshal encodes m.
+func (m *AEADCall) Marshal() []byte {
+	b := wire.AppendUint32(nil, m.Handle)
+	b = wire.AppendBytes(b, m.Nonce)
+	b = wire.AppendBytes(b, m.AD)
+	return wire.AppendBytes(b, m.Data)
+}
+
+// ParseAEADCall decodes an AEADCall.
+func ParseAEADCall(p []byte) (*AEADCall, error) {
+	d := newDecoder(p)
+	m := &AEADCall{Handle: d.Uint32("handle"), Nonce: d.bytes("nonce", maxNonce), AD: d.bytes("ad", maxAD),
+		Data: d.bytes("data", maxAEADData)}
+	return m, d.done(TypeAEADSeal)
+}
+
+const (
+	maxKey      = 64
+	maxNonce    = 32
+	maxAD       = 64
+	maxAEADData = MaxMessage - 256
+)
+
+// RemoteProvider is a child's stand-in for a provider only the monitor
+// has: it serves the AEADs of Algorithms through the monitor. Its name is
+// that of the provider it stands for, so that policy pins, logs and
+// provenance name the provider that does the work.
+type RemoteProvider struct {
+	Peer       *Peer
+	ProvName   string
+	Algorithms []string
+}
+
+var _ provider.AEADProvider = (*RemoteProvider)(nil)
+
+// Name is the name of the monitor's provider.
+func (r *RemoteProvider) Name() string { return r.ProvName }
+
+// Kind is hardware: the work is done by the monitor's device.
+func (r *RemoteProvider) Kind() provider.Kind { return provider.KindHardware }
+
+// Capabilities lists the AEADs the monitor serves.
+func (r *RemoteProvider) Capabilities() []provider.Capability {
+	var out []provider.Capability
+	for _, a := range r.Algorithms {
+		out = append(out, provider.Capability{Algorithm: a, Ops: provider.OpSeal | provider.OpOpen, Flags: provider.FlagHardware})
+	}
+	return out
+}
+
+// Close does nothing: the AEADs are closed one by one.
+func (r *RemoteProvider) Close() error { return nil }
+
+// NewAEAD asks the monitor for an AEAD under key.
+func (r *RemoteProvider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
+	defer cancel()
+	b, err := r.Peer.Call(ctx, TypeAEADNew, (&AEADNew{Alg: alg.Name, Key: key}).Marshal())
+	if err != nil {
+		return nil, err
+	}
+	h, err := ParseAEADHandle(b)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg}, nil
+}
+
+// remoteAEAD is an AEAD held by the monitor.
+type remoteAEAD struct {
+	peer   *Peer
+	handle uint32
+	alg    *provider.Algorithm
+}
+
+func (a *remoteAEAD) NonceSize() int { return a.alg.NonceSize }
+func (a *remoteAEAD) Overhead() int  { return a.alg.TagSize }
+
+// Seal asks the monitor to seal; cipher.AEAD cannot return an error, so a
+// failure panics, which the transport turns into the end of the
+// connection (see transport.ProviderError).
+func (a *remoteAEAD) Seal(dst, nonce, plaintext, ad []byte) []byte {
+	out, err := a.call(TypeAEADSeal, nonce, ad, plaintext)
+	if err != nil {
+		panic(fmt.Errorf("ipc: seal through the monitor: %w", err))
+	}
+	return append(dst, out...)
+}
+
+func (a *remoteAEAD) Open(dst, nonce, ciphertext, ad []byte) ([]byte, error) {
+	out, err := a.call(TypeAEADOpen, nonce, ad, ciphertext)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, out...), nil
+}
+
+func (a *remoteAEAD) call(t Type, nonce, ad, data []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
+	defer cancel()
+	return a.peer.Call(ctx, t, (&AEADCall{Handle: a.handle, Nonce: nonce, AD: ad, Data: data}).Marshal())
+}
+
+// Close releases the monitor's AEAD.
+func (a *remoteAEAD) Close() error {
+	return a.peer.Notify(TypeAEADClose, (&AEADHandle{Handle: a.handle}).Marshal())
+}
