@@ -34,6 +34,9 @@ func (s *settings) authDefaults(cfg *auth.Config) *auth.Config {
 	if a.Logger == nil {
 		a.Logger = s.log
 	}
+	if a.LoginGraceTime == 0 && s.LoginGraceTime > 0 {
+		a.LoginGraceTime = s.LoginGraceTime // bounds a PAM dialog too
+	}
 	return &a
 }
 
