@@ -129,17 +129,35 @@ func offloadSSHD(t *testing.T, a *auth.Config) (string, *sshtest.LogBuffer) {
 // happened: "ok", "denied", "closed", "password change" or "exit N".
 func outcome(t *testing.T, f *fixture, port, name, key string, opts ...string) string {
 	t.Helper()
-	args := []string{"-F", "/dev/null", "-p", port, "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-		"-o", "ConnectTimeout=10"}
+	args := []string{"-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}
 	for _, o := range opts {
 		args = append(args, "-o", o)
 	}
-	args = append(args, "-l", name, "127.0.0.1", "true")
+	return runOutcome(t, nil, f.ssh, sshArgs(port, name, args...)...)
+}
+
+// passwordOutcome is outcome for a password login (sshpass gives the
+// password through the environment).
+func passwordOutcome(t *testing.T, f *fixture, sshpass, port, name, password string) string {
+	t.Helper()
+	args := append([]string{"-e", f.ssh}, sshArgs(port, name, "-o", "PreferredAuthentications=password",
+		"-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=1")...)
+	return runOutcome(t, append(os.Environ(), "SSHPASS="+password), sshpass, args...)
+}
+
+func sshArgs(port, name string, extra ...string) []string {
+	args := append([]string{"-F", "/dev/null", "-p", port, "-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"}, extra...)
+	return append(args, "-l", name, "127.0.0.1", "true")
+}
+
+func runOutcome(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, f.ssh, args...)
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	code := 0
@@ -163,7 +181,8 @@ func outcome(t *testing.T, f *fixture, port, name, key string, opts ...string) s
 	return fmt.Sprintf("exit %d: %s", code, strings.TrimSpace(stderr.String()))
 }
 
-// TestAccountStatesLikeOpenSSH logs in with a key to accounts expired
+// TestAccountStatesLikeOpenSSH logs in with a key and with a password to
+// accounts expired
 // (chage -E 0), locked (usermod -L), with a missing shell, and with an
 // expired password (chage -d 0), with OpenSSH's sshd and offload side by
 // side, with and without PAM (Debian's /etc/pam.d/sshd), and wants the
@@ -174,6 +193,7 @@ func TestAccountStatesLikeOpenSSH(t *testing.T) {
 		testenv.Missing(t, "PAM in this build", "build with cgo and libpam0g-dev")
 	}
 	f := newFixture(t)
+	sshpass := testenv.LookPath(t, "sshpass", "Debian package sshpass")
 	states := []struct {
 		name string
 		cmd  []string // with the user name appended
@@ -186,18 +206,29 @@ func TestAccountStatesLikeOpenSSH(t *testing.T) {
 	}
 	for _, usePAM := range []bool{false, true} {
 		yesno := map[bool]string{false: "no", true: "yes"}[usePAM]
-		oport, olog := openSSHD(t, f, "UsePAM "+yesno, "PasswordAuthentication no", "KbdInteractiveAuthentication no")
-		fport, flog := offloadSSHD(t, &auth.Config{UsePAM: usePAM})
+		oport, olog := openSSHD(t, f, "UsePAM "+yesno, "PasswordAuthentication yes", "KbdInteractiveAuthentication no")
+		fport, flog := offloadSSHD(t, &auth.Config{UsePAM: usePAM, PasswordAuthentication: true})
 		for _, st := range states {
 			u := newAccountUser(t, f, "pw-"+st.name)
 			if st.cmd != nil {
 				testenv.Run(t, st.cmd[0], append(st.cmd[1:], u.Username)...)
 			}
-			want := outcome(t, f, oport, u.Username, u.key)
-			got := outcome(t, f, fport, u.Username, u.key)
-			t.Logf("UsePAM %s, %s: OpenSSH %q, offload %q", yesno, st.name, want, got)
-			if got != want {
-				t.Errorf("UsePAM %s, %s: offload %q, OpenSSH %q\nOpenSSH log:\n%s\noffload log:\n%s", yesno, st.name, got, want, olog, flog)
+			for _, m := range []string{"publickey", "password"} {
+				// the logins wait out PAM's failure delays: in parallel
+				t.Run("UsePAM "+yesno+"/"+st.name+"/"+m, func(t *testing.T) {
+					t.Parallel()
+					login := func(port string) string {
+						if m == "password" {
+							return passwordOutcome(t, f, sshpass, port, u.Username, "pw-"+st.name)
+						}
+						return outcome(t, f, port, u.Username, u.key)
+					}
+					want, got := login(oport), login(fport)
+					t.Logf("OpenSSH %q, offload %q", want, got)
+					if got != want {
+						t.Errorf("offload %q, OpenSSH %q\nOpenSSH log:\n%s\noffload log:\n%s", got, want, olog, flog)
+					}
+				})
 			}
 		}
 	}
