@@ -13,6 +13,7 @@ func TestFIFOInPlaceOfKeysFile(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(w.home, ".ssh/authorized_keys"), 0o600); err != nil {
 		t.Skip("mkfifo:", err)
 	}
+	w.own(filepath.Join(w.home, ".ssh/authorized_keys"))
 	key := newEd25519(t)
 	c, _ := startRun(t, w.cfg)
 	c.startService()

@@ -73,7 +73,7 @@ func userPath(pattern string, u *user.User) (string, error) {
 // and every directory from it up to the home directory (or /) must be
 // owned by the user or root and not writable by group or others.
 func readUserFile(path string, u *user.User, strict bool) ([]byte, error) {
-	f, err := openNoBlock(path)
+	f, err := openUserFile(path, u)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

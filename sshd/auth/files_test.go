@@ -42,6 +42,7 @@ func TestStrictModes(t *testing.T) {
 			p := filepath.Join(w.home, ".ssh/authorized_keys")
 			os.Remove(p)
 			os.Mkdir(p, 0o700)
+			w.own(p)
 		}},
 		{"too large", func(w *world) {
 			p := filepath.Join(w.home, ".ssh/authorized_keys")
@@ -53,7 +54,9 @@ func TestStrictModes(t *testing.T) {
 			if os.Getuid() != 0 {
 				w.t.Skip("chown needs root")
 			}
-			os.Chown(filepath.Join(w.home, ".ssh/authorized_keys"), 4242, 4242)
+			p := filepath.Join(w.home, ".ssh/authorized_keys")
+			os.Chown(p, 4242, 4242)
+			os.Chmod(p, 0o644) // readable by alice: the owner alone is wrong
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

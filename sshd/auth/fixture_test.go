@@ -28,11 +28,12 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	home := t.TempDir()
+	home := homeDir(t)
 	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	w := &world{t: t, home: home, logs: &bytes.Buffer{}}
+	w.own(filepath.Join(home, ".ssh"))
 	w.cfg = &Config{
 		LookupUser: w.lookup,
 		Logger:     slog.New(slog.NewTextHandler(&lockedWriter{w: w.logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -87,7 +88,44 @@ func (w *world) writeFile(rel, data string, mode os.FileMode) string {
 	if err := os.Chmod(p, mode); err != nil {
 		w.t.Fatal(err)
 	}
+	w.own(p)
 	return p
+}
+
+// homeDir is alice's home: under tests run as root it is hers (uid
+// 1000), in a directory she may enter, since her files are read with her
+// permissions.
+func homeDir(t testing.TB) string {
+	if os.Getuid() != 0 {
+		return t.TempDir()
+	}
+	base, err := os.MkdirTemp("", "auth-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	home := filepath.Join(base, "alice")
+	os.Mkdir(home, 0o755)
+	os.Chown(home, 1000, 1000)
+	return home
+}
+
+// ownBy gives the home, ~/.ssh and authorized_keys to uid when the tests
+// run as root.
+func (w *world) ownBy(uid int) {
+	if os.Getuid() == 0 {
+		for _, p := range []string{w.home, filepath.Join(w.home, ".ssh"), filepath.Join(w.home, ".ssh/authorized_keys")} {
+			os.Lchown(p, uid, uid)
+		}
+	}
+}
+
+// own gives p to alice when the tests run as root.
+func (w *world) own(p string) {
+	if os.Getuid() == 0 {
+		os.Lchown(p, 1000, 1000)
+	}
 }
 
 func (w *world) logged(s string) bool {

@@ -350,6 +350,7 @@ func TestRootPolicy(t *testing.T) {
 				opts = `command="/bin/backup"`
 			}
 			w.authorize(authLine(opts, key.PublicKey()))
+			w.ownBy(0) // root's files: StrictModes wants them root's
 			w.cfg.PermitRootLogin = tc.policy
 			w.cfg.PasswordAuthentication = true
 			w.cfg.PasswordCallback = func(u, p string) (bool, error) { return p == "secret", nil }

@@ -130,3 +130,45 @@ func TestLandlockAlone(t *testing.T) {
 		t.Fatalf("Landlock did not refuse a file open:\n%s", s)
 	}
 }
+
+// TestOpenAs: a root-only file is refused when opened as another user,
+// through a symbolic link too, and the calling process keeps its own
+// rights afterwards.
+func TestOpenAs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("OpenAs as another user needs root")
+	}
+	dir, err := os.MkdirTemp("", "openas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	secret := dir + "/secret"
+	os.WriteFile(secret, []byte("root only"), 0o600)
+	link := dir + "/link"
+	os.Symlink(secret, link)
+	nobody := Identity{Uid: 65534, Gid: 65534}
+	for _, p := range []string{secret, link} {
+		f, err := OpenAs(nobody, p, os.O_RDONLY)
+		if err == nil {
+			f.Close()
+			t.Fatalf("%s opened as nobody", p)
+		}
+		if !os.IsPermission(err) {
+			t.Fatalf("%s: %v, want permission denied", p, err)
+		}
+	}
+	open := dir + "/open"
+	os.WriteFile(open, []byte("all"), 0o644)
+	f, err := OpenAs(nobody, open, os.O_RDONLY)
+	if err != nil {
+		t.Fatalf("a world-readable file: %v", err)
+	}
+	f.Close()
+	for i := 0; i < 50; i++ { // no thread is given back with nobody's identity
+		if b, err := os.ReadFile(secret); err != nil || string(b) != "root only" {
+			t.Fatalf("after OpenAs, root reads its file: %q %v", b, err)
+		}
+	}
+}
