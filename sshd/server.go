@@ -334,6 +334,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func()) {
 		return
 	}
 	release()
+	tc.SetAuthenticated()
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
 	err = serveConnection(ctx, tc, p, l.Settings())

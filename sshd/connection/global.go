@@ -15,8 +15,10 @@ func (m *mux) globalRequest(p []byte) error {
 	if err != nil {
 		return protoErr(-1, err, "malformed global request")
 	}
-	ok := false
+	ok, data := false, []byte(nil)
 	switch r.kind {
+	case hostKeysProveRequest:
+		ok, data = m.proveHostKeys(r.payload)
 	case "no-more-sessions@openssh.com":
 		m.noMoreSessions = true
 		ok = true
@@ -29,9 +31,40 @@ func (m *mux) globalRequest(p []byte) error {
 		if ok {
 			msg = wire.MsgRequestSuccess
 		}
-		m.ctl.send([]byte{msg})
+		m.ctl.send(append([]byte{msg}, data...))
 	}
 	return nil
+}
+
+// hostKeyUpdater is the optional capability of a PacketConn that takes
+// part in OpenSSH's UpdateHostKeys (transport.Conn does): it announces
+// every host key after authentication and proves possession on request.
+type hostKeyUpdater interface {
+	HostKeysAnnouncement() []byte
+	ProveHostKeys(data []byte) ([]byte, error)
+}
+
+const hostKeysProveRequest = "hostkeys-prove-00@openssh.com"
+
+// announceHostKeys sends hostkeys-00@openssh.com, as OpenSSH's sshd does
+// once the session starts.
+func (m *mux) announceHostKeys() {
+	if hk, ok := m.pc.(hostKeyUpdater); ok {
+		m.ctl.send(hk.HostKeysAnnouncement())
+	}
+}
+
+func (m *mux) proveHostKeys(data []byte) (bool, []byte) {
+	hk, ok := m.pc.(hostKeyUpdater)
+	if !ok {
+		return false, nil
+	}
+	proof, err := hk.ProveHostKeys(data)
+	if err != nil {
+		m.log.Debug("connection: refused host key proof", "err", err)
+		return false, nil
+	}
+	return true, proof
 }
 
 // trunc bounds peer-supplied strings before they reach logs.

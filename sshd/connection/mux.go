@@ -67,6 +67,7 @@ func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Co
 		m.batch = true
 	}
 	m.startKeepalive()
+	m.announceHostKeys()
 	err := m.loop()
 	return m.finish(ctx, cancel, err)
 }

@@ -43,6 +43,10 @@ type Conn struct {
 	kexCount  int     // completed exchanges, owned by the reader
 	kx        *kexRun // the exchange in progress, owned by the reader
 
+	initialHostKey    []byte      // K_S of the first exchange
+	clientHostKeyAlgs []string    // the client's last server_host_key_algorithms
+	authenticated     atomic.Bool // user authentication succeeded: PING is answered
+
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
 	rerr error

@@ -57,6 +57,20 @@
 // server's first NEWKEYS (RFC 8308 §2.4), before the client picks the
 // signature algorithm of its user key.
 //
+// # Extensions
+//
+// EXT_INFO announces server-sig-algs, ping@openssh.com and, when
+// Config.HostBoundAuth says user authentication verifies them,
+// publickey-hostbound@openssh.com (Conn.InitialHostKey is the key such
+// requests must name). PING is answered with PONG once
+// Conn.SetAuthenticated has been called, and dropped before, as OpenSSH
+// does. For UpdateHostKeys the connection layer sends
+// Conn.HostKeysAnnouncement (every host key, token keys included) and
+// answers hostkeys-prove-00@openssh.com with Conn.ProveHostKeys, whose
+// signatures go through the optional HostKeyProver method of the
+// connection's HostKeySigner, so a monitor can build the signed data from
+// its own record of the session id.
+//
 // # Re-exchange
 //
 // Either side may start a new exchange: the server does after the

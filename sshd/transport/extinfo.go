@@ -1,17 +1,8 @@
 package transport
 
 import (
-	"strings"
-
 	"github.com/offload/offload/sshd/wire"
 )
-
-// extInfoMsg encodes SSH_MSG_EXT_INFO (RFC 8308) with server-sig-algs.
-func extInfoMsg(sigAlgs []string) []byte {
-	p := wire.AppendUint32([]byte{wire.MsgExtInfo}, 1)
-	p = wire.AppendString(p, "server-sig-algs")
-	return wire.AppendString(p, strings.Join(sigAlgs, ","))
-}
 
 // parseExtInfo decodes SSH_MSG_EXT_INFO into name/value pairs; it backs
 // the fuzz target and tests, the server itself ignores a client's

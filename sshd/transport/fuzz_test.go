@@ -105,7 +105,7 @@ func FuzzKexECDHInit(f *testing.F) {
 
 // FuzzExtInfo parses hostile EXT_INFO messages.
 func FuzzExtInfo(f *testing.F) {
-	f.Add(extInfoMsg(DefaultServerSigAlgs))
+	f.Add(fuzzServer(f).extInfoMsg())
 	f.Add([]byte{7, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		parseExtInfo(in)

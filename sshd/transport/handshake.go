@@ -131,6 +131,9 @@ func (c *Conn) sendNewKeys(k *kexRun) error {
 	a, res := k.a, k.res
 	if c.sessionID == nil {
 		c.sessionID = res.H
+		if hk := hostKeyFor(c.srv.hostKeys, a.hostKey); hk != nil {
+			c.initialHostKey = hk.pub
+		}
 	}
 	cs := keysFor(res.h, res.K, res.H, c.sessionID, a.cipherCS, a.macCS, true)
 	sc := keysFor(res.h, res.K, res.H, c.sessionID, a.cipherSC, a.macSC, false)
@@ -174,7 +177,7 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 	c.wr.keyed = k
 	c.wLimit = c.srv.rekeyLimit(k.cipher)
 	if c.kexCount == 0 && c.extInfo {
-		return c.writeLocked(extInfoMsg(c.srv.sigAlgs))
+		return c.writeLocked(c.srv.extInfoMsg())
 	}
 	return nil
 }

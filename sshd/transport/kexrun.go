@@ -65,6 +65,10 @@ func (c *Conn) dispatch(p []byte) (deliver bool, err error) {
 		return false, protocolError("unexpected message %d before the first key exchange finished", t)
 	case t < 50 && c.kx != nil:
 		return false, protocolError("unexpected message %d during key exchange", t)
+	case t == msgPing:
+		return false, c.answerPing(p)
+	case t == msgPong:
+		return false, nil
 	}
 	// A re-exchange does not stop the peer's connection-layer messages:
 	// RFC 4253 §7.1 forbids them after its KEXINIT, but OpenSSH's sshd
@@ -102,6 +106,7 @@ func (c *Conn) startKex(p []byte) error {
 		return err
 	}
 	k.skip = k.a.guessWrong
+	c.clientHostKeyAlgs = ci.hostKey
 	c.kx = k
 	return nil
 }

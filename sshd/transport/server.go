@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/rand"
 	"errors"
@@ -44,6 +45,12 @@ type Config struct {
 	// exchange is offered; without the file the fixed groups serve.
 	ModuliFile string
 
+	// HostBoundAuth announces publickey-hostbound@openssh.com in EXT_INFO:
+	// set it only when user authentication verifies
+	// publickey-hostbound-v00@openssh.com requests (Conn.InitialHostKey
+	// is the host key they must name).
+	HostBoundAuth bool
+
 	// Version is the identification string; default DefaultVersion.
 	Version string
 
@@ -70,16 +77,20 @@ const DefaultKexTimeout = 5 * time.Minute
 type Server struct {
 	reg      *provider.Registry
 	hostKeys []hostKey
-	signer   HostKeySigner // of HostKeys; nil when there are none
-	offer    offer
-	moduli   []modulus
-	sigAlgs  []string
-	version  []byte
-	rekeyB   uint64
-	rekeyT   time.Duration
-	kexT     time.Duration
-	rand     io.Reader
-	log      *slog.Logger
+	// allHostKeys is every host public key (wire format), announced with
+	// hostkeys-00@openssh.com whether or not its algorithm is offered.
+	allHostKeys [][]byte
+	hostBound   bool
+	signer      HostKeySigner // of HostKeys; nil when there are none
+	offer       offer
+	moduli      []modulus
+	sigAlgs     []string
+	version     []byte
+	rekeyB      uint64
+	rekeyT      time.Duration
+	kexT        time.Duration
+	rand        io.Reader
+	log         *slog.Logger
 }
 
 // offer is the server's algorithm lists.
@@ -117,6 +128,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.sigAlgs = orList(cfg.ServerSigAlgs, DefaultServerSigAlgs)
+	s.hostBound = cfg.HostBoundAuth
 	s.rekeyT = cfg.RekeyInterval
 	s.kexT = cfg.KexTimeout
 	if s.kexT <= 0 {
@@ -136,6 +148,11 @@ func (s *Server) setHostKeys(cfg *Config) error {
 			return err
 		}
 		s.signer, pubs = signer, append(own, pubs...)
+	}
+	for _, p := range pubs {
+		if !slices.ContainsFunc(s.allHostKeys, func(q []byte) bool { return bytes.Equal(q, p.Marshal()) }) {
+			s.allHostKeys = append(s.allHostKeys, p.Marshal())
+		}
 	}
 	var err error
 	s.hostKeys, err = newHostKeys(pubs, s.offer.hostKeys)

@@ -175,6 +175,7 @@ func (c *Conn) resume(st *State) error {
 	}
 	c.sessionID, c.strict, c.extInfo = clone(st.SessionID), st.Strict, st.ExtInfo
 	c.kexCount = int(st.KexCount)
+	c.authenticated.Store(true) // connections are handed over after authentication
 	c.magic.vC, c.magic.vS = []byte(st.ClientVersion), []byte(st.ServerVersion)
 	c.rd.resumeFrom(c.nc, st.Buffered)
 	c.rd.c, c.rd.keyed, c.rd.seq, c.rd.bytes, c.rd.packets = rc, rk, st.In.Seq, st.In.Bytes, st.In.Packets

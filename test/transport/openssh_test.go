@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
@@ -367,6 +368,39 @@ func TestOpenSSHStrictKexAndExtInfo(t *testing.T) {
 		"server-sig-algs=<ssh-ed25519,", "rsa-sha2-256>"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("client log lacks %q", want)
+		}
+	}
+}
+
+// TestOpenSSHUpdateHostKeys: a client that knows only the Ed25519 host
+// key learns the others (hostkeys-00@openssh.com), asks for proof of
+// them (hostkeys-prove-00@openssh.com), checks it and writes them to its
+// known_hosts, as it does with OpenSSH's sshd.
+func TestOpenSSHUpdateHostKeys(t *testing.T) {
+	f := newFixture(t, &sshd.Config{})
+	ed, err := ssh.NewSignerFromSigner(allHostKeys()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(f.dir, "known_hosts")
+	line := knownhosts.Line([]string{"[127.0.0.1]:" + f.port}, ed.PublicKey())
+	if err := os.WriteFile(kh, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := []string{"UserKnownHostsFile=" + kh, "StrictHostKeyChecking=yes", "UpdateHostKeys=yes",
+		"CheckHostIP=no", "LogLevel=DEBUG1"}
+	out, errOut, code := f.run(t, opts, "echo ok", nil)
+	if out != "ok\n" || code != 0 {
+		t.Fatalf("stdout %q stderr %q status %d", out, errOut, code)
+	}
+	b, err := os.ReadFile(kh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range allHostKeys() {
+		pub, _ := ssh.NewPublicKey(s.Public())
+		if !strings.Contains(string(b), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))) {
+			t.Errorf("known_hosts lacks the %s host key after UpdateHostKeys:\n%s\nssh said:\n%s", pub.Type(), b, errOut)
 		}
 	}
 }
