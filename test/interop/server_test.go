@@ -228,7 +228,9 @@ func noCommon(recs []record) string {
 func problems(recs []record) string {
 	var b strings.Builder
 	for _, r := range recs {
-		if r.level >= slog.LevelWarn || r.attrs["err"] != "" || strings.HasPrefix(r.msg, "auth: failed") {
+		// Refusals and OpenSSH-style "Failed ..." lines are logged below
+		// Warn (a client trying its keys is routine) but say why.
+		if r.level >= slog.LevelWarn || r.attrs["err"] != "" || r.attrs["why"] != "" || strings.HasPrefix(r.msg, "Failed ") {
 			b.WriteString(r.String())
 			b.WriteByte('\n')
 		}
