@@ -183,8 +183,9 @@ func TestPlanAndRotate(t *testing.T) {
 		XferCipher: "aes128-gcm@openssh.com", Clients: []int{1, 8}}
 	kinds, _ := parseOnly("all")
 	plan := makePlan(s, specs, kinds)
-	// 2 ciphers x 2 pipes + 6 file transfers + latency + 2 handshake levels.
-	if len(plan) != 4+6+1+2 {
+	// 2 ciphers x 2 pipes + 6 file transfers + latency + 2 handshake
+	// levels, and of the shapes (none of N given) the small files.
+	if len(plan) != 4+6+1+2+2 {
 		t.Fatalf("plan has %d tasks", len(plan))
 	}
 	for _, tk := range plan {
@@ -240,14 +241,14 @@ func sampleReport() *Report {
 
 func TestSummarize(t *testing.T) {
 	r := sampleReport()
-	c := r.find(srvOpenSSH, caseKey{kindPipeUp, "aes128-gcm@openssh.com", 0})
+	c := r.find(srvOpenSSH, caseKey{kindPipeUp, "aes128-gcm@openssh.com", 0, 0})
 	if math.Abs(c.MBPerSec-float64(1<<30)/2/1e6) > 1e-6 || c.CPUPerGiB != 2 {
 		t.Errorf("pipe case: %+v", c)
 	}
-	if c := r.find(srvOpenSSH, caseKey{kindLatency, "", 0}); math.Abs(c.Millis-200) > 1e-9 {
+	if c := r.find(srvOpenSSH, caseKey{kindLatency, "", 0, 0}); math.Abs(c.Millis-200) > 1e-9 {
 		t.Errorf("latency: %v", c.Millis)
 	}
-	if c := r.find(srvOffload, caseKey{kindHandshake, "", 16}); c.PerSec != 128 {
+	if c := r.find(srvOffload, caseKey{kindHandshake, "", 16, 0}); c.PerSec != 128 {
 		t.Errorf("handshakes: %v", c.PerSec)
 	}
 }

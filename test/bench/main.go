@@ -95,16 +95,20 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.offload, "offload", "", "offload binary (default: go build ./cmd/offload into the temp dir)")
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
 	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-win8m, offload-pkcs11")
-	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes")
+	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes, and the shapes concurrent, smallfiles, rtt, idle (\"shapes\": all four; \"all\": everything)")
 	fs.Var(&o.extra, "offload-config", "`line` added to every offload server's configuration, e.g. \"ChannelWindowSize 2097152\"; repeatable")
 	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")
 	fs.StringVar(&o.perf, "perf", "", "record every offload transfer with `perf record -g` into this directory (times include perf's cost)")
+	shapes := registerShapeFlags(o, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	if err := shapes.finish(o); err != nil {
+		return nil, err
 	}
 	return o, o.finish(*size, *ciphers, *clients, *servers, *only)
 }

@@ -46,6 +46,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("\n### Handshakes per second by concurrent clients (ratio to OpenSSH; higher is better)\n\n")
 		metricTable(&b, r, keys, servers, func(c *Case) float64 { return c.PerSec }, "%.1f")
 	}
+	writeShapes(&b, r, servers)
 	writeErrors(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -73,6 +74,10 @@ func writeHeader(b *strings.Builder, r *Report) {
 // keyLabel names a benchmark in the first column.
 func keyLabel(k caseKey) string {
 	switch {
+	case k.RTTMillis > 0:
+		return fmt.Sprintf("%s %s, %d ms RTT", k.Kind, k.Cipher, k.RTTMillis)
+	case k.Clients > 0 && k.Cipher != "":
+		return fmt.Sprintf("%s %s, %d clients", k.Kind, k.Cipher, k.Clients)
 	case k.Clients > 0:
 		return fmt.Sprintf("%s, %d clients", k.Kind, k.Clients)
 	case k.Cipher != "":

@@ -24,6 +24,9 @@ type bench struct {
 	signer  ssh.Signer    // client key, for in-process handshakes
 	hostKey ssh.PublicKey
 	perf    *perfRecorder // nil unless -perf
+	// settings and shapes serve the transfer shapes (shapes.go).
+	settings Settings
+	shapes   *shapeState
 }
 
 // transferTimeout bounds one transfer: a minute plus the payload at

@@ -10,7 +10,9 @@ type task struct {
 	Kind    string
 	Cipher  string
 	Clients int
-	Servers []string
+	// RTTMillis is the round-trip time of the delay proxy (rtt shapes).
+	RTTMillis int
+	Servers   []string
 }
 
 // groups maps the -only words to benchmark kinds.
@@ -28,14 +30,25 @@ var groupOrder = []string{"pipe", "sftp", "scp", "latency", "handshakes"}
 // parseOnly turns "pipe,sftp" (or "all") into the set of kinds to run.
 func parseOnly(s string) (map[string]bool, error) {
 	out := map[string]bool{}
-	words := strings.Split(s, ",")
-	if strings.TrimSpace(s) == "all" {
-		words = groupOrder
+	var words []string
+	for _, w := range strings.Split(s, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "all":
+			words = append(append(words, groupOrder...), shapeOrder...)
+		case "shapes":
+			words = append(words, shapeOrder...)
+		default:
+			words = append(words, w)
+		}
 	}
 	for _, w := range words {
-		kinds, ok := groups[strings.TrimSpace(w)]
+		kinds, ok := groups[w]
 		if !ok {
-			return nil, fmt.Errorf("bench: -only %q: want all or a comma list of %s", w, strings.Join(groupOrder, ", "))
+			kinds, ok = shapeGroups[w]
+		}
+		if !ok {
+			return nil, fmt.Errorf("bench: -only %q: want all, shapes or a comma list of %s", w,
+				strings.Join(append(append([]string{}, groupOrder...), shapeOrder...), ", "))
 		}
 		for _, k := range kinds {
 			out[k] = true
@@ -74,7 +87,7 @@ func makePlan(s Settings, specs []serverSpec, kinds map[string]bool) []task {
 	for _, n := range s.Clients {
 		add(kindHandshake, "", n, func(sp serverSpec) bool { return sp.Sessions })
 	}
-	return out
+	return append(out, shapeTasks(s, specs, kinds)...)
 }
 
 // rotate returns xs started at index round mod len: round 0 runs the

@@ -40,17 +40,29 @@ type Sample struct {
 	// scp and sftp run): when it is near Seconds, the client was the limit.
 	ClientCPUSeconds float64 `json:",omitempty"`
 	Bytes            int64   `json:",omitempty"` // payload moved
-	Count            int     `json:",omitempty"` // handshakes done
+	Count            int     `json:",omitempty"` // handshakes done, files moved, connections held
+	// StreamMinMBps and StreamMaxMBps are the slowest and fastest stream
+	// of a concurrent run.
+	StreamMinMBps float64 `json:",omitempty"`
+	StreamMaxMBps float64 `json:",omitempty"`
+	// RSSPerConnKiB is the growth of the server's resident memory (all
+	// its processes) per idle connection; AcceptP50Ms and AcceptP99Ms are
+	// the connections' times from dial to authenticated.
+	RSSPerConnKiB float64 `json:",omitempty"`
+	AcceptP50Ms   float64 `json:",omitempty"`
+	AcceptP99Ms   float64 `json:",omitempty"`
 }
 
 // Case is one benchmark on one server, with every round's sample.
 type Case struct {
 	Kind    string
 	Cipher  string `json:",omitempty"`
-	Clients int    `json:",omitempty"` // concurrent clients (handshakes)
-	Server  string
-	Samples []Sample
-	Errors  []string `json:",omitempty"`
+	Clients int    `json:",omitempty"` // concurrent clients (handshakes, streams, idle connections)
+	// RTTMillis is the emulated round-trip time (rtt shapes).
+	RTTMillis int `json:",omitempty"`
+	Server    string
+	Samples   []Sample
+	Errors    []string `json:",omitempty"`
 
 	// Medians, filled by summarize.
 	MBPerSec     float64 `json:",omitempty"` // transfers: 1e6 bytes per second
@@ -59,15 +71,19 @@ type Case struct {
 	Millis       float64 `json:",omitempty"` // ssh-true: milliseconds per command
 	PerSec       float64 `json:",omitempty"` // handshakes per second
 	ServerCPUPct float64 `json:",omitempty"` // server CPU time / wall time, percent
+	// Shapes (shapes.go): medians of the samples' fields of that name.
+	StreamMinMBps, StreamMaxMBps            float64 `json:",omitempty"`
+	RSSPerConnKiB, AcceptP50Ms, AcceptP99Ms float64 `json:",omitempty"`
 }
 
 // key identifies a benchmark independent of the server.
-func (c *Case) key() caseKey { return caseKey{c.Kind, c.Cipher, c.Clients} }
+func (c *Case) key() caseKey { return caseKey{c.Kind, c.Cipher, c.Clients, c.RTTMillis} }
 
 type caseKey struct {
-	Kind    string
-	Cipher  string
-	Clients int
+	Kind      string
+	Cipher    string
+	Clients   int
+	RTTMillis int
 }
 
 // summarize fills the medians from the samples.
@@ -91,6 +107,7 @@ func (c *Case) summarize() {
 	}
 	c.MBPerSec, c.CPUPerGiB, c.ClientPerGiB = nz(median(mbps)), nz(median(cpu)), nz(median(ccpu))
 	c.Millis, c.PerSec, c.ServerCPUPct = nz(median(ms)), nz(median(per)), nz(median(pct))
+	c.summarizeShapes()
 }
 
 // nz turns NaN into 0, which JSON can carry and omitempty drops.
@@ -133,6 +150,13 @@ type Settings struct {
 	Clients     []int
 	Handshakes  int
 	LatencyRuns int
+	// The shapes' settings (shapes.go).
+	Streams       []int
+	SmallFiles    int
+	SmallFileSize int
+	RTTMillis     []int
+	RTTSize       int64
+	Idle          []int
 }
 
 // Report is the whole result, written as JSON and Markdown.
@@ -144,6 +168,8 @@ type Report struct {
 	Servers  []ServerInfo
 	Cases    []*Case
 	Notes    []string `json:",omitempty"`
+	// ProxyCeilings are the delay proxy's own rates (rtt shapes).
+	ProxyCeilings []ProxyCeiling `json:",omitempty"`
 }
 
 // find returns the case of server for key k, or nil.

@@ -105,7 +105,9 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	b := &bench{c: &client{t: t, w: w, addr: o.Addr, user: u.Username}, w: w, size: o.Size, timeout: transferTimeout(o.Size)}
+	b := &bench{c: &client{t: t, w: w, addr: o.Addr, user: u.Username}, w: w, size: o.Size, timeout: transferTimeout(o.Size),
+		settings: o.Settings}
+	defer b.closeShapes()
 	if err := b.loadClientKeys(); err != nil {
 		return err
 	}
@@ -119,6 +121,9 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 		byName[sv.spec.Name] = sv
 	}
 	if err := warmUp(ctx, b, servers, o, log); err != nil {
+		return err
+	}
+	if err := measureProxyCeilings(ctx, o, rep, log); err != nil {
 		return err
 	}
 	plan := makePlan(o.Settings, specs, o.kinds)
@@ -172,11 +177,11 @@ func warmUp(ctx context.Context, b *bench, servers []*server, o *options, log io
 }
 
 func caseFor(cases map[string]*Case, rep *Report, tk task, server string) *Case {
-	k := fmt.Sprintf("%s|%s|%d|%s", tk.Kind, tk.Cipher, tk.Clients, server)
+	k := fmt.Sprintf("%s|%s|%d|%d|%s", tk.Kind, tk.Cipher, tk.Clients, tk.RTTMillis, server)
 	if c, ok := cases[k]; ok {
 		return c
 	}
-	c := &Case{Kind: tk.Kind, Cipher: tk.Cipher, Clients: tk.Clients, Server: server}
+	c := &Case{Kind: tk.Kind, Cipher: tk.Cipher, Clients: tk.Clients, RTTMillis: tk.RTTMillis, Server: server}
 	cases[k] = c
 	rep.Cases = append(rep.Cases, c)
 	return c
@@ -197,6 +202,8 @@ func runTask(ctx context.Context, b *bench, sv *server, tk task, c *Case, o *opt
 		c.Samples = append(c.Samples, s)
 	}
 	switch {
+	case isShape(tk.Kind):
+		runShape(ctx, b, sv, tk, record, prefix, log)
 	case isTransfer(tk.Kind):
 		s, err := b.transfer(ctx, sv, tk.Kind, tk.Cipher)
 		record(s, err)

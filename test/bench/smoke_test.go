@@ -37,7 +37,8 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"-rounds", "1", "-size", "1MiB", "-clients", "1,4", "-handshakes", "4",
-		"-latency-runs", "2", "-servers", servers, "-out", out}, &stdout, &stderr)
+		"-latency-runs", "2", "-servers", servers, "-out", out,
+		"-streams", "1,4", "-small-files", "20", "-rtt", "20ms", "-rtt-size", "1MiB", "-idle", "8"}, &stdout, &stderr)
 	t.Log(stderr.String())
 	if err != nil {
 		t.Fatal(err)
