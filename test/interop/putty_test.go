@@ -1,9 +1,11 @@
 package interop_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -82,6 +84,17 @@ func puttyClient() *client {
 				}
 				return a.checkRoundTrip(up, down)
 			}},
+			pqOp(func() string {
+				// PuTTY has no query for its key exchanges; its binary
+				// names the ones it has.
+				const name = "sntrup761x25519-sha512@openssh.com"
+				if p, err := exec.LookPath("plink"); err == nil {
+					if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(name)) {
+						return name
+					}
+				}
+				return ""
+			}),
 		},
 	}
 }
