@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,6 +94,15 @@ type Calibrator struct {
 	mu      sync.Mutex
 	loaded  bool
 	results map[string]*calEntry
+	gen     atomic.Uint64 // bumped when results change, so registries re-plan
+}
+
+// generation changes whenever a result is added or dropped; 0 for nil.
+func (c *Calibrator) generation() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.gen.Load()
 }
 
 type calEntry struct {
@@ -157,6 +167,7 @@ func (c *Calibrator) Measure(alg *Algorithm, p Provider) (Measurement, error) {
 		c.mu.Unlock()
 		return e.m, e.err
 	}
+	c.gen.Add(1)
 	c.save()
 	return e.m, nil
 }
@@ -174,6 +185,7 @@ func (c *Calibrator) Remeasure(ctx context.Context, algs []*Algorithm, ps []Prov
 			delete(c.results, resultKey(a.Name, identity(p)))
 		}
 	}
+	c.gen.Add(1)
 	c.mu.Unlock()
 	for _, p := range ps {
 		for _, a := range algs {
@@ -259,6 +271,7 @@ func (c *Calibrator) loadLocked() {
 		close(e.done)
 		c.results[resultKey(m.Algorithm, m.Provider)] = e
 	}
+	c.gen.Add(1)
 }
 
 // save writes finished results atomically; failures are logged only.
@@ -340,6 +353,7 @@ func (c *Calibrator) Record(alg *Algorithm, p Provider, m Measurement) error {
 	c.mu.Lock()
 	c.loadLocked()
 	c.results[resultKey(alg.Name, m.Provider)] = e
+	c.gen.Add(1)
 	c.mu.Unlock()
 	c.save()
 	return nil

@@ -62,6 +62,8 @@ type Algorithm struct {
 	// Bulk marks algorithms that carry traffic; calibration measures them
 	// by throughput rather than operations per second.
 	Bulk bool
+
+	index int // position in the catalog, for per-algorithm tables
 }
 
 // catalog is the single table of algorithms offload knows.
@@ -106,10 +108,11 @@ var catalog = []*Algorithm{
 
 var catalogByName = func() map[string]*Algorithm {
 	m := make(map[string]*Algorithm, len(catalog))
-	for _, a := range catalog {
+	for i, a := range catalog {
 		if _, dup := m[a.Name]; dup {
 			panic("provider: duplicate catalog entry " + a.Name)
 		}
+		a.index = i
 		m[a.Name] = a
 	}
 	return m

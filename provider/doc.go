@@ -33,8 +33,63 @@
 // the user's cache directory, keyed by CPU model, Go version and provider
 // identity. Corrupt or foreign cache files are ignored with a warning.
 //
-// # Releasing primitives
+// Each algorithm is resolved once into a plan (the eligible providers in
+// fail-open order, the reason, what to record about each), rebuilt when a
+// provider is registered or changes (ChangeNotifier), the policy changes,
+// or a measurement arrives; a key exchange does not walk the policy again.
+//
+// # Policy checks
+//
+// New, Register and SetPolicy check the policy against the providers
+// registered at the time. A pin or deny entry naming an unknown
+// algorithm, a pin that a deny entry takes away, and a pin whose
+// providers cannot serve its algorithm are errors naming the entry. A pin
+// or deny entry naming a provider that is not registered is an error for
+// SetPolicy and a warning for New and Register (the provider may come
+// later); so is a pin a provider cannot serve yet (PendingReporter).
+// Warnings are logged and shown by Explain. Deny entries take provider
+// specs such as "pkcs11:token=web" (ParseDeny).
+//
+// # Provenance and metrics
+//
+// Every primitive the registry hands out says where it is served
+// (ProvenanceOf): the provider, its kind, the token and slot for PKCS #11,
+// and whether it is a fallback — built by a later provider because the
+// first failed, or moved off its device mid-life. With a Metrics sink the
+// registry counts seals, opens and stream bytes, and times signatures,
+// verifications, key agreements and KEMs; Metrics.Pools reports session
+// pools.
+//
+// # Errors
+//
+// Errors start with "provider: " (a provider's own with its name) and
+// match sentinels with errors.Is: ErrClosed after Close, ErrNotFound for a
+// key or token that does not exist, ErrUnavailable for one that exists or
+// is configured but cannot be reached, ErrNoProvider, ErrVerify, and
+// ErrAuthentication for an AEAD message that does not authenticate.
+// cipher.AEAD's Seal cannot fail; AEADs on devices also implement
+// FallibleAEAD, whose SealErr reports a fault (use Seal and Open).
+//
+// # Contexts
+//
+// Operations that can wait on a device take a context: Signer,
+// KeyAgreementContext, SignContext. crypto.Signer.Sign and the
+// cipher.AEAD methods have none: providers bound them by their own
+// deadline (pkcs11.Config.Deadline).
+//
+// # Releasing primitives and shutting down
 //
 // Primitives from hardware providers can hold a device session. Pass
 // anything the registry returned to Release when done with it.
+//
+// Shut down in this order: stop taking new work (close listeners), let
+// the work in progress end or cut it off (each connection releases its
+// primitives), then call Registry.Close. Close closes the providers, the
+// last registered first; a hardware provider waits, bounded, for calls in
+// flight, then refuses new ones. Afterwards the registry and the
+// providers return errors wrapping ErrClosed, and nothing reaches a
+// device: a signer, AEAD or key agreement of a closed PKCS #11 provider
+// returns ErrClosed (an AEAD's Seal, which cannot, finishes in Go unless
+// its fallback is off). Primitives of the software and cpu providers hold
+// nothing and keep working.
 package provider

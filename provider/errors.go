@@ -3,10 +3,32 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// ErrNoProvider is wrapped by errors that found no usable provider.
-var ErrNoProvider = errors.New("provider: no provider")
+// Sentinel errors, matched with errors.Is. Providers' own errors match
+// them too (a PKCS #11 token that never existed is ErrNotFound, one that
+// went away is ErrUnavailable).
+var (
+	// ErrNoProvider is wrapped by errors that found no usable provider.
+	ErrNoProvider = errors.New("provider: no provider")
+	// ErrClosed is wrapped by the errors of a registry, a provider or a
+	// primitive used after Close. Nothing reaches a device after Close.
+	ErrClosed = errors.New("used after Close")
+	// ErrNotFound is wrapped when what a reference names (a key, a token)
+	// does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable is wrapped when what a reference names exists, or is
+	// configured, but cannot be reached now (a token removed, failing, or
+	// not attached yet).
+	ErrUnavailable = errors.New("unavailable")
+	// ErrAuthentication is wrapped by AEAD open failures: the ciphertext
+	// or additional data was altered, or the key is wrong. Every other
+	// error from FallibleAEAD.OpenErr is a fault of the provider.
+	ErrAuthentication = errors.New("provider: message authentication failed")
+
+	errRegistryClosed = fmt.Errorf("provider: registry %w", ErrClosed)
+)
 
 // UnknownAlgorithmError reports a name that is not in the catalog.
 type UnknownAlgorithmError struct{ Name string }
@@ -23,7 +45,15 @@ type WrongFamilyError struct {
 }
 
 func (e *WrongFamilyError) Error() string {
-	return fmt.Sprintf("provider: algorithm %q is a %s, not a %s", e.Algorithm, e.Got, e.Want)
+	return fmt.Sprintf("provider: algorithm %q is %s, not %s", e.Algorithm, article(e.Got.String()), article(e.Want.String()))
+}
+
+// article puts "a" or "an" before a family name.
+func article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an " + w
+	}
+	return "a " + w
 }
 
 // KeySizeError reports a key of the wrong length.

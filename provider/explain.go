@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"math/bits"
 	"net/url"
 	"sort"
 	"strings"
@@ -24,8 +25,10 @@ type Explanation struct {
 	Chosen     string
 	Reason     string
 	Candidates []Candidate
-
-	ranked []Provider // eligible providers, best first
+	// Warnings are policy entries that do not take effect as written
+	// (a pin naming a provider that is not registered or cannot serve
+	// the algorithm yet).
+	Warnings []string `json:",omitempty"`
 }
 
 func (e *Explanation) String() string {
@@ -40,8 +43,39 @@ func (e *Explanation) String() string {
 			fmt.Fprintf(&b, " excluded: %s", c.Excluded)
 		}
 	}
+	for _, w := range e.Warnings {
+		fmt.Fprintf(&b, "\n  warning: %s", w)
+	}
 	return b.String()
 }
+
+func (e *Explanation) clone() *Explanation {
+	c := *e
+	c.Candidates = append([]Candidate(nil), e.Candidates...)
+	c.Warnings = append([]string(nil), e.Warnings...)
+	return &c
+}
+
+// plan is an algorithm resolved against the providers, the policy and the
+// measurements of one moment: the eligible providers best first (the
+// fail-open order) with what to record about each, and the explanation.
+// Plans are built when first needed and rebuilt when a provider is
+// registered or changes, the policy changes, or a measurement arrives.
+type plan struct {
+	alg     *Algorithm
+	ranked  []Provider
+	sources []*source // provenance of a primitive built by ranked[i]
+	ex      *Explanation
+	err     error
+	gen     uint64 // registry generation
+	calGen  uint64 // calibrator generation
+}
+
+// opIndex is the position of a single-bit Op, for per-op tables.
+func opIndex(op Op) int { return bits.TrailingZeros16(uint16(op)) }
+
+// counter returns the source's counter for op (nil without metrics).
+func (s *source) counter(op Op) *Counter { return s.counters[opIndex(op)] }
 
 // Explain returns the provider that would serve alg now, the candidates
 // and the reason. In ModeFastest it may run calibration for alg.
@@ -50,14 +84,47 @@ func (r *Registry) Explain(name string) (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.explain(alg)
+	pl, err := r.plan(alg)
+	if pl == nil {
+		return nil, err
+	}
+	return pl.ex.clone(), err
 }
 
-func (r *Registry) explain(alg *Algorithm) (*Explanation, error) {
-	pol := r.Policy()
-	ex := &Explanation{Algorithm: alg.Name}
+// plan returns the current plan for alg, building it when the cached one
+// is out of date.
+func (r *Registry) plan(alg *Algorithm) (*plan, error) {
+	gen, calGen := r.gen.Load(), r.cal.generation()
+	cached := alg.index < len(r.plans) && catalog[alg.index] == alg
+	if cached {
+		if p := r.plans[alg.index].Load(); p != nil && p.gen == gen && p.calGen == calGen {
+			return p, p.err
+		}
+	}
+	p := r.buildPlan(alg)
+	p.gen, p.calGen = gen, calGen
+	if cached {
+		r.plans[alg.index].Store(p)
+	}
+	return p, p.err
+}
+
+func (r *Registry) buildPlan(alg *Algorithm) *plan {
+	r.mu.RLock()
+	pol, ps, closed, perr := r.policy, append([]Provider(nil), r.providers...), r.closed, r.policyErr
+	r.mu.RUnlock()
+	pl := &plan{alg: alg, ex: &Explanation{Algorithm: alg.Name}}
+	switch {
+	case closed:
+		pl.err = errRegistryClosed
+		return pl
+	case perr != nil:
+		pl.err = perr
+		return pl
+	}
 	var eligible []Provider
-	for _, p := range r.Providers() {
+	for _, p := range ps {
+		p = pol.without(alg.Name, p)
 		c, ok := capabilityOf(p, alg.Name, opFor(alg.Family))
 		if !ok {
 			continue
@@ -66,15 +133,39 @@ func (r *Registry) explain(alg *Algorithm) (*Explanation, error) {
 		if cand.Excluded == "" {
 			eligible = append(eligible, p)
 		}
-		ex.Candidates = append(ex.Candidates, cand)
+		pl.ex.Candidates = append(pl.ex.Candidates, cand)
 	}
+	pl.ex.Warnings = pinWarnings(&pol, alg, ps)
 	if len(eligible) == 0 {
-		return ex, &NoProviderError{Algorithm: alg.Name, Reason: noneReason(ex)}
+		pl.err = &NoProviderError{Algorithm: alg.Name, Reason: noneReason(pl.ex)}
+		return pl
 	}
-	ex.ranked, ex.Reason = r.rank(&pol, alg, eligible)
-	ex.Chosen = ex.ranked[0].Name()
-	r.attachMeasurements(alg, ex)
-	return ex, nil
+	pl.ranked, pl.ex.Reason = r.rank(&pol, alg, eligible, ps)
+	pl.ex.Chosen = pl.ranked[0].Name()
+	r.attachMeasurements(alg, pl.ex, ps)
+	pl.sources = r.sourcesFor(pl)
+	return pl
+}
+
+// sourcesFor records, per ranked provider, the provenance and counters of
+// the primitives it builds.
+func (r *Registry) sourcesFor(pl *plan) []*source {
+	out := make([]*source, len(pl.ranked))
+	first := pl.ranked[0].Name()
+	for i, p := range pl.ranked {
+		s := &source{Provenance: Provenance{Algorithm: pl.alg.Name, Provider: p.Name(), Kind: p.Kind(), Reason: pl.ex.Reason}}
+		if i > 0 {
+			s.Fallback, s.FallbackFrom = true, first
+			s.Reason = fmt.Sprintf("fallback: %s could not build it", first)
+		}
+		if r.metrics != nil {
+			for _, op := range []Op{OpSeal, OpOpen, OpEncrypt, OpDerive, OpGenerate, OpDecapsulate} {
+				s.counters[opIndex(op)] = r.metrics.Counter(p.Name(), pl.alg.Name, op)
+			}
+		}
+		out[i] = s
+	}
+	return out
 }
 
 func excluded(pol *Policy, alg string, p Provider) string {
@@ -92,6 +183,9 @@ func excluded(pol *Policy, alg string, p Provider) string {
 
 func noneReason(ex *Explanation) string {
 	if len(ex.Candidates) == 0 {
+		if len(ex.Warnings) > 0 {
+			return "no registered provider offers it (" + strings.Join(ex.Warnings, "; ") + ")"
+		}
 		return "no registered provider offers it"
 	}
 	var parts []string
@@ -103,20 +197,25 @@ func noneReason(ex *Explanation) string {
 
 // rank orders eligible providers best first and says why the first won.
 // A pinned provider comes first; unless the policy is strict the others
-// stay behind it, ranked as usual, as fail-open fallbacks.
-func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible []Provider) ([]Provider, string) {
+// stay behind it, ranked as usual, as fail-open fallbacks. A pin no
+// eligible provider answers is said so in the reason.
+func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible, all []Provider) ([]Provider, string) {
+	prefix := ""
 	if spec, ok := pol.Pins[alg.Name]; ok {
-		return pinnedFirst(eligible, spec, pol.Mode), fmt.Sprintf("pinned to %q", spec)
+		if ranked, n := pinnedFirst(eligible, spec, pol.Mode); n > 0 {
+			return ranked, fmt.Sprintf("pinned to %q", spec)
+		}
+		prefix = fmt.Sprintf("pin %q not in effect (%s); ", spec, pinProblem(spec, alg, all))
 	}
 	sortByKind(eligible, pol.Mode)
 	if len(eligible) == 1 {
-		return eligible, "only eligible provider"
+		return eligible, prefix + "only eligible provider"
 	}
 	if pol.Mode == ModePreferHardware {
-		return eligible, "policy prefer-hardware: " + eligible[0].Kind().String() + " first"
+		return eligible, prefix + "policy prefer-hardware: " + eligible[0].Kind().String() + " first"
 	}
 	if r.cal == nil {
-		return eligible, "no calibration: ranked by kind (cpu, software, hardware)"
+		return eligible, prefix + "no calibration: ranked by kind (cpu, software, hardware)"
 	}
 	scores := make(map[Provider]float64, len(eligible))
 	for _, p := range eligible {
@@ -128,12 +227,13 @@ func (r *Registry) rank(pol *Policy, alg *Algorithm, eligible []Provider) ([]Pro
 	}
 	sort.SliceStable(eligible, func(i, j int) bool { return scores[eligible[i]] > scores[eligible[j]] })
 	best := eligible[0]
-	return eligible, fmt.Sprintf("fastest measured: %s", scoreText(alg, scores[best]))
+	return eligible, prefix + fmt.Sprintf("fastest measured: %s", scoreText(alg, scores[best]))
 }
 
 // pinnedFirst puts the providers spec names first (narrowed to the part
-// it names) and the rest behind them in kind order.
-func pinnedFirst(ps []Provider, spec string, mode Mode) []Provider {
+// it names) and the rest behind them in kind order; n is how many the
+// pin names.
+func pinnedFirst(ps []Provider, spec string, mode Mode) (ranked []Provider, n int) {
 	var pinned, rest []Provider
 	for _, p := range ps {
 		if matchesProvider(p, spec) {
@@ -143,7 +243,7 @@ func pinnedFirst(ps []Provider, spec string, mode Mode) []Provider {
 		}
 	}
 	sortByKind(rest, mode)
-	return append(narrow(pinned, spec), rest...)
+	return append(narrow(pinned, spec), rest...), len(pinned)
 }
 
 // narrow replaces providers that can serve part of themselves by the part
@@ -168,27 +268,34 @@ func scoreText(alg *Algorithm, s float64) string {
 	return fmt.Sprintf("%.0f ops/s", s)
 }
 
-func (r *Registry) attachMeasurements(alg *Algorithm, ex *Explanation) {
+func (r *Registry) attachMeasurements(alg *Algorithm, ex *Explanation, ps []Provider) {
 	if r.cal == nil {
 		return
 	}
 	for i := range ex.Candidates {
-		p, err := r.Provider(ex.Candidates[i].Provider)
-		if err != nil {
-			continue
-		}
-		if m, ok := r.cal.Cached(alg, p); ok {
-			ex.Candidates[i].Measurement = &m
+		for _, p := range ps {
+			if p.Name() != ex.Candidates[i].Provider {
+				continue
+			}
+			if m, ok := r.cal.Cached(alg, p); ok {
+				ex.Candidates[i].Measurement = &m
+			}
 		}
 	}
 }
 
 // kindOrder is the static ranking used without measurements.
 func kindOrder(mode Mode, k Kind) int {
+	order := [...]Kind{KindCPU, KindSoftware, KindHardware}
 	if mode == ModePreferHardware {
-		return map[Kind]int{KindHardware: 0, KindCPU: 1, KindSoftware: 2}[k]
+		order = [...]Kind{KindHardware, KindCPU, KindSoftware}
 	}
-	return map[Kind]int{KindCPU: 0, KindSoftware: 1, KindHardware: 2}[k]
+	for i, o := range order {
+		if o == k {
+			return i
+		}
+	}
+	return len(order)
 }
 
 func sortByKind(ps []Provider, mode Mode) {
@@ -226,11 +333,11 @@ func (r *Registry) Measure(name string) (Measurement, error) {
 	if r.cal == nil {
 		return Measurement{}, fmt.Errorf("provider: no calibrator configured to measure %s", name)
 	}
-	ex, err := r.explain(alg)
+	pl, err := r.plan(alg)
 	if err != nil {
 		return Measurement{}, err
 	}
-	return r.cal.Measure(alg, ex.ranked[0])
+	return r.cal.Measure(alg, pl.ranked[0])
 }
 
 // RankAlgorithms orders names (algorithms of one family) by the measured

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"crypto/cipher"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -9,11 +8,23 @@ import (
 )
 
 // Metrics counts the work done by the primitives a registry hands out,
-// per provider, algorithm and operation. A nil *Metrics counts nothing and
-// wraps nothing, so the hot path pays only when metrics are wanted.
+// per provider, algorithm and operation, and reaches the session pools of
+// the registries that use it. Several registries may share one Metrics
+// (offload sshd keeps one across reloads). A nil *Metrics counts nothing.
+//
+// # What is counted
+//
+//   - seal, open, encrypt: every call, with the bytes of its input; not
+//     timed (two clock reads cost more than sealing a small packet).
+//   - sign, verify, derive, encapsulate, decapsulate: every call, timed;
+//     generate: the ephemeral key of a key agreement or KEM, timed.
+//   - errors: calls that failed, also counted in the totals.
+//
+// MACs and hashes are not counted.
 type Metrics struct {
 	mu       sync.Mutex
 	counters map[metricKey]*Counter
+	sources  map[*Registry]struct{}
 }
 
 type metricKey struct {
@@ -21,17 +32,31 @@ type metricKey struct {
 	Op                  Op
 }
 
+// LatencyBuckets are the upper bounds of the latency histogram of timed
+// operations, from a CPU signature to a slow network HSM.
+var LatencyBuckets = []time.Duration{
+	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, time.Second,
+}
+
 // Counter holds the totals of one provider × algorithm × operation.
-// Latency is the total time spent in calls that are timed.
+// Latency is the total time of the Timed calls; Buckets[i] counts timed
+// calls that took at most LatencyBuckets[i] (not cumulative; the last
+// counts the slower ones).
 type Counter struct {
 	Ops     atomic.Uint64
 	Bytes   atomic.Uint64
 	Errors  atomic.Uint64
+	Timed   atomic.Uint64
 	Latency atomic.Int64 // nanoseconds
+	Buckets [14]atomic.Uint64
 }
 
 // NewMetrics returns an empty metrics sink.
-func NewMetrics() *Metrics { return &Metrics{counters: map[metricKey]*Counter{}} }
+func NewMetrics() *Metrics {
+	return &Metrics{counters: map[metricKey]*Counter{}, sources: map[*Registry]struct{}{}}
+}
 
 // Counter returns the counter for provider, algorithm and op, creating it.
 func (m *Metrics) Counter(provider, alg string, op Op) *Counter {
@@ -46,11 +71,56 @@ func (m *Metrics) Counter(provider, alg string, op Op) *Counter {
 	return c
 }
 
+// Observe records one operation done outside the registry's primitives
+// (a caller's own verification, say); d <= 0 leaves it untimed.
+func (m *Metrics) Observe(provider, alg string, op Op, bytes int, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	c := m.Counter(provider, alg, op)
+	c.add(bytes, err)
+	if d > 0 {
+		c.observe(d)
+	}
+}
+
+// add counts one call of n bytes; nil-safe.
+func (c *Counter) add(n int, err error) {
+	if c == nil {
+		return
+	}
+	c.Ops.Add(1)
+	c.Bytes.Add(uint64(n))
+	if err != nil {
+		c.Errors.Add(1)
+	}
+}
+
+// timed counts one call that began at start; nil-safe.
+func (c *Counter) timed(start time.Time, n int, err error) {
+	if c == nil {
+		return
+	}
+	c.add(n, err)
+	c.observe(time.Since(start))
+}
+
+func (c *Counter) observe(d time.Duration) {
+	c.Timed.Add(1)
+	c.Latency.Add(int64(d))
+	i := sort.Search(len(LatencyBuckets), func(i int) bool { return d <= LatencyBuckets[i] })
+	c.Buckets[i].Add(1)
+}
+
 // Sample is one row of a Metrics snapshot.
 type Sample struct {
 	Provider, Algorithm, Op string
 	Ops, Bytes, Errors      uint64
+	Timed                   uint64
 	Latency                 time.Duration
+	// Buckets counts timed calls per LatencyBuckets bound, not
+	// cumulative; the last entry counts the slower ones.
+	Buckets []uint64
 }
 
 // Snapshot returns every counter, sorted.
@@ -61,8 +131,16 @@ func (m *Metrics) Snapshot() []Sample {
 	m.mu.Lock()
 	out := make([]Sample, 0, len(m.counters))
 	for k, c := range m.counters {
-		out = append(out, Sample{Provider: k.Provider, Algorithm: k.Algorithm, Op: k.Op.String(),
-			Ops: c.Ops.Load(), Bytes: c.Bytes.Load(), Errors: c.Errors.Load(), Latency: time.Duration(c.Latency.Load())})
+		s := Sample{Provider: k.Provider, Algorithm: k.Algorithm, Op: k.Op.String(),
+			Ops: c.Ops.Load(), Bytes: c.Bytes.Load(), Errors: c.Errors.Load(),
+			Timed: c.Timed.Load(), Latency: time.Duration(c.Latency.Load())}
+		if s.Timed > 0 {
+			s.Buckets = make([]uint64, len(c.Buckets))
+			for i := range c.Buckets {
+				s.Buckets[i] = c.Buckets[i].Load()
+			}
+		}
+		out = append(out, s)
 	}
 	m.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -78,86 +156,53 @@ func (m *Metrics) Snapshot() []Sample {
 	return out
 }
 
-func (m *Metrics) count(p Provider, alg *Algorithm, op Op, n int, err error) {
+// Pools returns the session pool statistics of every provider of every
+// open registry using m.
+func (m *Metrics) Pools() []PoolStats {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	regs := make([]*Registry, 0, len(m.sources))
+	for r := range m.sources {
+		regs = append(regs, r)
+	}
+	m.mu.Unlock()
+	var out []PoolStats
+	for _, r := range regs {
+		out = append(out, r.PoolStats()...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Provider != out[j].Provider {
+			return out[i].Provider < out[j].Provider
+		}
+		return out[i].Pool < out[j].Pool
+	})
+	return out
+}
+
+func (m *Metrics) attach(r *Registry) {
 	if m == nil {
 		return
 	}
-	c := m.Counter(p.Name(), alg.Name, op)
-	c.Ops.Add(1)
-	c.Bytes.Add(uint64(n))
-	if err != nil {
-		c.Errors.Add(1)
-	}
+	m.mu.Lock()
+	m.sources[r] = struct{}{}
+	m.mu.Unlock()
 }
 
-// countedAEAD counts seals and opens. Latency is not timed per packet:
-// two clock reads would cost more than sealing a small packet.
-type countedAEAD struct {
-	cipher.AEAD
-	seal, open *Counter
-}
-
-func (a *countedAEAD) Seal(dst, nonce, plaintext, ad []byte) []byte {
-	a.seal.Ops.Add(1)
-	a.seal.Bytes.Add(uint64(len(plaintext)))
-	return a.AEAD.Seal(dst, nonce, plaintext, ad)
-}
-
-func (a *countedAEAD) Open(dst, nonce, ciphertext, ad []byte) ([]byte, error) {
-	out, err := a.AEAD.Open(dst, nonce, ciphertext, ad)
-	a.open.Ops.Add(1)
-	a.open.Bytes.Add(uint64(len(ciphertext)))
-	if err != nil {
-		a.open.Errors.Add(1)
-	}
-	return out, err
-}
-
-// Unwrap returns the provider's own AEAD.
-func (a *countedAEAD) Unwrap() cipher.AEAD { return a.AEAD }
-
-func (m *Metrics) wrapAEAD(p Provider, alg *Algorithm, a cipher.AEAD) cipher.AEAD {
+func (m *Metrics) detach(r *Registry) {
 	if m == nil {
-		return a
+		return
 	}
-	return &countedAEAD{AEAD: a, seal: m.Counter(p.Name(), alg.Name, OpSeal), open: m.Counter(p.Name(), alg.Name, OpOpen)}
+	m.mu.Lock()
+	delete(m.sources, r)
+	m.mu.Unlock()
 }
 
-type countedStream struct {
-	cipher.Stream
-	c *Counter
-}
-
-func (s *countedStream) XORKeyStream(dst, src []byte) {
-	s.c.Ops.Add(1)
-	s.c.Bytes.Add(uint64(len(src)))
-	s.Stream.XORKeyStream(dst, src)
-}
-
-func (m *Metrics) wrapStream(p Provider, alg *Algorithm, s cipher.Stream) cipher.Stream {
+// counter is m.Counter, nil for a nil m.
+func (m *Metrics) counter(p Provider, alg *Algorithm, op Op) *Counter {
 	if m == nil {
-		return s
+		return nil
 	}
-	return &countedStream{Stream: s, c: m.Counter(p.Name(), alg.Name, OpEncrypt)}
+	return m.Counter(p.Name(), alg.Name, op)
 }
-
-type countedKeyStream struct {
-	KeyStream
-	c *Counter
-}
-
-func (s *countedKeyStream) XORKeyStreamAt(dst, src, nonce []byte, counter uint32) {
-	s.c.Ops.Add(1)
-	s.c.Bytes.Add(uint64(len(src)))
-	s.KeyStream.XORKeyStreamAt(dst, src, nonce, counter)
-}
-
-func (m *Metrics) wrapKeyStream(p Provider, alg *Algorithm, s KeyStream) KeyStream {
-	if m == nil {
-		return s
-	}
-	return &countedKeyStream{KeyStream: s, c: m.Counter(p.Name(), alg.Name, OpEncrypt)}
-}
-
-// Close releases the provider's AEAD (a token session, say).
-func (a *countedAEAD) Close() error { return Release(a.AEAD) }

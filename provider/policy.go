@@ -105,16 +105,22 @@ func ParsePins(s string) (map[string]string, error) {
 	return pins, nil
 }
 
-// ParseDeny parses one deny entry. A bare word is taken as an algorithm
-// when the catalog knows it and as a provider otherwise.
+// ParseDeny parses one deny entry: "alg", "provider", "alg=provider". A
+// bare word is taken as an algorithm when the catalog knows it and as a
+// provider otherwise; a provider may be a URI such as "pkcs11:token=web",
+// whose own "=" signs are kept ("aes128-gcm=pkcs11:token=web" denies one
+// algorithm of that token).
 func ParseDeny(s string) (DenyEntry, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return DenyEntry{}, &PolicyError{Entry: s, Reason: "empty deny entry"}
 	}
-	if alg, prov, ok := strings.Cut(s, "="); ok {
-		if _, err := Lookup(alg); err != nil || prov == "" {
-			return DenyEntry{}, &PolicyError{Entry: s, Reason: `want "algorithm=provider" with a known algorithm`}
+	if alg, prov, ok := strings.Cut(s, "="); ok && !strings.Contains(alg, ":") {
+		if _, err := Lookup(alg); err != nil {
+			return DenyEntry{}, &PolicyError{Entry: s, Reason: fmt.Sprintf(`unknown algorithm %q (want "algorithm", "provider" or "algorithm=provider")`, alg)}
+		}
+		if prov == "" {
+			return DenyEntry{}, &PolicyError{Entry: s, Reason: "names no provider after \"=\""}
 		}
 		return DenyEntry{Algorithm: alg, Provider: prov}, nil
 	}
@@ -168,6 +174,31 @@ func matchesProvider(p Provider, spec string) bool {
 		return m.Matches(spec)
 	}
 	return false
+}
+
+// Excluder is implemented by providers that can drop part of themselves
+// for a deny entry naming that part: a PKCS #11 provider over several
+// tokens answers "pkcs11:token=web" with a view without that token.
+// partial is false when spec names none or all of the provider, which
+// the usual matching then handles.
+type Excluder interface {
+	Exclude(spec string) (rest Provider, partial bool)
+}
+
+// without applies the deny entries (for alg; "" for signers) that name
+// only part of prov, returning what is left.
+func (p *Policy) without(alg string, prov Provider) Provider {
+	for _, d := range p.Deny {
+		if d.Provider == "" || (d.Algorithm != "" && d.Algorithm != alg) {
+			continue
+		}
+		if ex, ok := prov.(Excluder); ok {
+			if rest, partial := ex.Exclude(d.Provider); partial {
+				prov = rest
+			}
+		}
+	}
+	return prov
 }
 
 func (p *Policy) denies(alg string, prov Provider) (DenyEntry, bool) {

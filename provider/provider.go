@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto"
 	"crypto/cipher"
+	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"strings"
+	"time"
 )
 
 // Kind says where a provider's work is done.
@@ -47,10 +50,10 @@ const (
 	OpGenerate // key generation into the provider
 )
 
-var opNames = []string{"seal", "open", "encrypt", "mac", "sign", "verify", "derive",
+var opNames = [...]string{"seal", "open", "encrypt", "mac", "sign", "verify", "derive",
 	"encapsulate", "decapsulate", "hash", "generate"}
 
-func (o Op) String() string { return bitNames(uint32(o), opNames) }
+func (o Op) String() string { return bitNames(uint32(o), opNames[:]) }
 
 // Flag qualifies a capability.
 type Flag uint8
@@ -117,6 +120,103 @@ type Narrower interface {
 // AEADProvider builds AEADs (FamilyAEAD).
 type AEADProvider interface {
 	NewAEAD(alg *Algorithm, key []byte) (cipher.AEAD, error)
+}
+
+// FallibleAEAD is a cipher.AEAD that reports a provider fault as an error.
+// cipher.AEAD's Seal cannot return one, so an AEAD on a device that fails
+// must either finish the work elsewhere or panic; an AEAD implementing
+// FallibleAEAD returns the fault from SealErr instead. OpenErr's error
+// wraps ErrAuthentication when the message does not authenticate and is a
+// provider fault otherwise. Use the package functions Seal and Open, which
+// take any cipher.AEAD.
+type FallibleAEAD interface {
+	cipher.AEAD
+	SealErr(dst, nonce, plaintext, additionalData []byte) ([]byte, error)
+	OpenErr(dst, nonce, ciphertext, additionalData []byte) ([]byte, error)
+}
+
+// Seal is a.Seal, returning a provider fault as an error when a is a
+// FallibleAEAD.
+func Seal(a cipher.AEAD, dst, nonce, plaintext, additionalData []byte) ([]byte, error) {
+	if f, ok := a.(FallibleAEAD); ok {
+		return f.SealErr(dst, nonce, plaintext, additionalData)
+	}
+	return a.Seal(dst, nonce, plaintext, additionalData), nil
+}
+
+// Open is a.Open with FallibleAEAD's error contract: an error wrapping
+// ErrAuthentication when the message does not authenticate, a provider
+// fault otherwise. A plain cipher.AEAD's errors are authentication errors.
+func Open(a cipher.AEAD, dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
+	if f, ok := a.(FallibleAEAD); ok {
+		return f.OpenErr(dst, nonce, ciphertext, additionalData)
+	}
+	out, err := a.Open(dst, nonce, ciphertext, additionalData)
+	if err != nil && !errors.Is(err, ErrAuthentication) {
+		err = ErrAuthentication
+	}
+	return out, err
+}
+
+// ContextSigner is a crypto.Signer whose signatures can wait — for a
+// session of a token's pool, or for the token's recovery — and so take a
+// context. crypto.Signer.Sign has none: signers of providers that can wait
+// bound Sign by the provider's own deadline instead, and offer
+// SignContext for callers that have a context. Use the package function
+// SignContext, which takes any crypto.Signer.
+type ContextSigner interface {
+	crypto.Signer
+	SignContext(ctx context.Context, rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error)
+}
+
+// SignContext signs with s, honouring ctx when s is a ContextSigner; for
+// other signers it only refuses a context that is already done.
+func SignContext(ctx context.Context, s crypto.Signer, rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if cs, ok := s.(ContextSigner); ok {
+		return cs.SignContext(ctx, rand, digest, opts)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.Sign(rand, digest, opts)
+}
+
+// ChangeNotifier is implemented by providers whose capabilities change
+// after they are registered: a PKCS #11 provider whose token attaches
+// late. Register calls NotifyChange once; the provider calls f whenever
+// its capabilities change, and the registry then resolves its algorithms
+// again.
+type ChangeNotifier interface {
+	NotifyChange(f func())
+}
+
+// PendingReporter is implemented by providers with configured parts that
+// are not attached yet (a PKCS #11 token that is not present): Pending
+// describes each one, "" when nothing is pending. Policy checks treat a
+// pin such a provider cannot serve yet as a warning, not an error.
+type PendingReporter interface {
+	Pending() []string
+}
+
+// PoolStats is the state of one session pool of a provider (a PKCS #11
+// token's).
+type PoolStats struct {
+	Provider string
+	Pool     string // the token's label
+	Up       bool   // reachable now
+	InUse    int    // sessions handed out
+	Idle     int    // sessions open and idle
+	Max      int    // pool size
+	// Waits counts requests that found every session busy and waited;
+	// Timeouts those that gave up; WaitTime is the total time waited.
+	Waits, Timeouts uint64
+	WaitTime        time.Duration
+	Recoveries      uint64 // times the token was reattached
+}
+
+// PoolReporter is implemented by providers with session pools.
+type PoolReporter interface {
+	PoolStats() []PoolStats
 }
 
 // StreamProvider builds stream ciphers such as AES-CTR (FamilyStream).

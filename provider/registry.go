@@ -8,13 +8,22 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Config configures a Registry. The zero value is usable: policy
 // "fastest" ranked by provider kind, no calibration, no metrics, logs
 // discarded.
 type Config struct {
+	// Policy is checked as described in the package documentation: an
+	// error in it (an unknown algorithm, a pin that is also denied) makes
+	// every request of the registry fail with that error until SetPolicy
+	// installs a good policy; entries naming providers not registered yet
+	// are warnings.
 	Policy Policy
 	// Calibrator, when set, measures candidates so that ModeFastest ranks
 	// them by speed.
@@ -27,37 +36,85 @@ type Config struct {
 // Registry hands out primitives from registered providers, chosen by
 // policy and measurement. It is safe for concurrent use. Create one with
 // New; there is no package-level registry.
+//
+// Each algorithm is resolved once into a plan — the eligible providers in
+// fail-open order, the reason, the provenance of what they build — which
+// is rebuilt when a provider is registered or changes, the policy
+// changes, or a measurement arrives.
 type Registry struct {
 	mu        sync.RWMutex
 	providers []Provider
 	policy    Policy
-	cal       *Calibrator
-	metrics   *Metrics
-	log       *slog.Logger
+	policyErr error // Config.Policy was rejected; every request fails with it
+	closed    bool
+
+	cal     *Calibrator
+	metrics *Metrics
+	log     *slog.Logger
+
+	gen   atomic.Uint64 // bumped by every change that invalidates plans
+	plans []atomic.Pointer[plan]
 }
 
-// New returns an empty registry configured by cfg. The policy is checked
-// when it is set with SetPolicy, once providers are registered.
+// New returns an empty registry configured by cfg.
 func New(cfg Config) *Registry {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{policy: cfg.Policy, cal: cfg.Calibrator, metrics: cfg.Metrics, log: log}
+	r := &Registry{policy: cfg.Policy, cal: cfg.Calibrator, metrics: cfg.Metrics, log: log,
+		plans: make([]atomic.Pointer[plan], len(catalog))}
+	err, warns := split(checkPolicy(&cfg.Policy, nil, false))
+	if err != nil {
+		r.policyErr = fmt.Errorf("provider: Config.Policy refused, nothing will be served until SetPolicy: %w", err)
+		log.Error("crypto policy refused", "err", err)
+	}
+	for _, w := range warns {
+		log.Debug("crypto policy", "warning", w)
+	}
+	r.metrics.attach(r)
+	return r
 }
 
-// Register adds p. Names must be unique.
+// Register adds p. Names must be unique. It fails, leaving p to the
+// caller, when the registry is closed (ErrClosed) or when the policy in
+// force refuses p: a pin naming p for an algorithm p cannot serve, or a
+// pin that a deny entry now matching p takes away.
 func (r *Registry) Register(p Provider) error {
+	if p == nil {
+		return errors.New("provider: Register(nil)")
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if r.closed {
+		r.mu.Unlock()
+		return fmt.Errorf("provider: register %s: registry %w", p.Name(), ErrClosed)
+	}
 	for _, q := range r.providers {
 		if q.Name() == p.Name() {
+			r.mu.Unlock()
 			return fmt.Errorf("provider: %q is already registered", p.Name())
 		}
 	}
-	r.providers = append(r.providers, p)
+	ps := append(slices.Clip(r.providers), p)
+	err, warns := split(checkPolicy(&r.policy, ps, false))
+	if err != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("provider: register %s: %w", p.Name(), err)
+	}
+	r.providers = ps
+	r.gen.Add(1)
+	r.mu.Unlock()
+	for _, w := range warns {
+		r.log.Debug("crypto policy", "warning", w)
+	}
+	if n, ok := p.(ChangeNotifier); ok {
+		n.NotifyChange(r.changed)
+	}
 	return nil
 }
+
+// changed makes every plan be built again.
+func (r *Registry) changed() { r.gen.Add(1) }
 
 // Providers returns the registered providers in registration order.
 func (r *Registry) Providers() []Provider {
@@ -79,29 +136,35 @@ func (r *Registry) Provider(spec string) (Provider, error) {
 	return nil, &UnknownProviderError{Name: spec}
 }
 
-// SetPolicy replaces the policy after checking that every algorithm it
-// names is in the catalog and every provider it names is registered.
+// SetPolicy replaces the policy after checking it against the registered
+// providers (see the package documentation); an entry naming a provider
+// that is not registered is an error here.
 func (r *Registry) SetPolicy(p Policy) error {
-	for alg, spec := range p.Pins {
-		if _, err := Lookup(alg); err != nil {
-			return &PolicyError{Entry: alg + "=" + spec, Reason: err.Error()}
-		}
-		if _, err := r.Provider(spec); err != nil {
-			return &PolicyError{Entry: alg + "=" + spec, Reason: err.Error()}
-		}
-	}
-	for _, d := range p.Deny {
-		if d.Provider == "" {
-			continue
-		}
-		if _, err := r.Provider(d.Provider); err != nil {
-			return &PolicyError{Entry: d.String(), Reason: err.Error()}
-		}
-	}
 	r.mu.Lock()
-	r.policy = p
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errRegistryClosed
+	}
+	err, warns := split(checkPolicy(&p, r.providers, true))
+	if err != nil {
+		return err
+	}
+	for _, w := range warns {
+		r.log.Warn("crypto policy", "warning", w)
+	}
+	r.policy, r.policyErr = p, nil
+	r.gen.Add(1)
 	return nil
+}
+
+// Validate checks the policy in force against the providers registered
+// now, as SetPolicy would, and returns the warnings (entries that do not
+// take effect yet) and the errors.
+func (r *Registry) Validate() (warnings []string, err error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	err, warnings = split(checkPolicy(&r.policy, r.providers, true))
+	return warnings, err
 }
 
 // Policy returns the policy in force.
@@ -117,17 +180,49 @@ func (r *Registry) Calibrator() *Calibrator { return r.cal }
 // Metrics returns the metrics sink, or nil.
 func (r *Registry) Metrics() *Metrics { return r.metrics }
 
-// Close closes every provider and returns the first error.
+// PoolStats returns the session pools of the providers that have them.
+func (r *Registry) PoolStats() []PoolStats {
+	var out []PoolStats
+	for _, p := range r.Providers() {
+		if pr, ok := p.(PoolReporter); ok {
+			out = append(out, pr.PoolStats()...)
+		}
+	}
+	return out
+}
+
+// Close closes every provider, the last registered first, and returns
+// their errors. Afterwards every request fails with ErrClosed; primitives
+// already handed out are left to their providers (see the package
+// documentation on shutdown). Close may be called more than once.
 func (r *Registry) Close() error {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
 	ps := r.providers
 	r.providers = nil
+	r.gen.Add(1)
 	r.mu.Unlock()
+	r.metrics.detach(r)
 	var errs []error
-	for _, p := range ps {
-		errs = append(errs, p.Close())
+	for i := len(ps) - 1; i >= 0; i-- {
+		if err := ps[i].Close(); err != nil {
+			errs = append(errs, prefixed(ps[i].Name(), err))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// prefixed puts the provider's name before err unless err already starts
+// with it (a PKCS #11 error starts with "pkcs11:").
+func prefixed(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // opFor is the operation a family's primitive needs.
@@ -162,33 +257,38 @@ func lookupFamily(name string, f Family) (*Algorithm, error) {
 	return alg, nil
 }
 
-// build tries the ranked providers for alg in order, calling make on each
+// build tries the plan's providers for alg in order, calling make on each
 // until one succeeds. Unless the policy is strict, a failing provider is
 // logged and the next one tried: bulk crypto and key agreement fail open.
-func build[T any](r *Registry, alg *Algorithm, make func(Provider) (T, error)) (T, Provider, error) {
+func build[T any](r *Registry, alg *Algorithm, make func(Provider) (T, error)) (T, *source, error) {
 	var zero T
-	ex, err := r.explain(alg)
+	pl, err := r.plan(alg)
 	if err != nil {
 		return zero, nil, err
 	}
 	strict := r.Policy().Strict
 	var errs []error
-	for i, p := range ex.ranked {
+	for i, p := range pl.ranked {
 		v, err := make(p)
 		if err == nil {
-			return v, p, nil
+			return v, pl.sources[i], nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
-		if strict || i == len(ex.ranked)-1 {
+		errs = append(errs, prefixed(p.Name(), err))
+		if strict || i == len(pl.ranked)-1 {
 			break
 		}
 		r.log.Warn("provider failed, trying the next", "algorithm", alg.Name, "provider", p.Name(),
-			"next", ex.ranked[i+1].Name(), "err", err)
+			"next", pl.ranked[i+1].Name(), "err", err)
 	}
 	return zero, nil, fmt.Errorf("provider: %s: %w", alg.Name, errors.Join(errs...))
 }
 
+func unsupported(p Provider, alg *Algorithm) error {
+	return &UnsupportedError{Provider: p.Name(), Algorithm: alg.Name}
+}
+
 // AEAD returns an AEAD for alg keyed with key from the chosen provider.
+// It implements FallibleAEAD and Provenancer; release it with Release.
 func (r *Registry) AEAD(name string, key []byte) (cipher.AEAD, error) {
 	alg, err := lookupFamily(name, FamilyAEAD)
 	if err != nil {
@@ -197,17 +297,16 @@ func (r *Registry) AEAD(name string, key []byte) (cipher.AEAD, error) {
 	if err := checkKey(alg, key); err != nil {
 		return nil, err
 	}
-	a, p, err := build(r, alg, func(p Provider) (cipher.AEAD, error) {
-		ap, ok := p.(AEADProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	a, src, err := build(r, alg, func(p Provider) (cipher.AEAD, error) {
+		if ap, ok := p.(AEADProvider); ok {
+			return ap.NewAEAD(alg, key)
 		}
-		return ap.NewAEAD(alg, key)
+		return nil, unsupported(p, alg)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return r.metrics.wrapAEAD(p, alg, a), nil
+	return &servedAEAD{AEAD: a, src: src, seal: src.counter(OpSeal), open: src.counter(OpOpen)}, nil
 }
 
 // Stream returns a stream cipher (AES-CTR) for alg.
@@ -222,17 +321,16 @@ func (r *Registry) Stream(name string, key, iv []byte) (cipher.Stream, error) {
 	if len(iv) != alg.NonceSize {
 		return nil, fmt.Errorf("provider: %s needs a %d-byte IV, got %d bytes", name, alg.NonceSize, len(iv))
 	}
-	s, p, err := build(r, alg, func(p Provider) (cipher.Stream, error) {
-		sp, ok := p.(StreamProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	s, src, err := build(r, alg, func(p Provider) (cipher.Stream, error) {
+		if sp, ok := p.(StreamProvider); ok {
+			return sp.NewStream(alg, key, iv)
 		}
-		return sp.NewStream(alg, key, iv)
+		return nil, unsupported(p, alg)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return r.metrics.wrapStream(p, alg, s), nil
+	return &servedStream{Stream: s, src: src, c: src.counter(OpEncrypt)}, nil
 }
 
 // KeyStream returns a keystream (ChaCha20 with explicit nonce and counter).
@@ -244,17 +342,16 @@ func (r *Registry) KeyStream(name string, key []byte) (KeyStream, error) {
 	if err := checkKey(alg, key); err != nil {
 		return nil, err
 	}
-	ks, p, err := build(r, alg, func(p Provider) (KeyStream, error) {
-		kp, ok := p.(KeyStreamProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	ks, src, err := build(r, alg, func(p Provider) (KeyStream, error) {
+		if kp, ok := p.(KeyStreamProvider); ok {
+			return kp.NewKeyStream(alg, key)
 		}
-		return kp.NewKeyStream(alg, key)
+		return nil, unsupported(p, alg)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return r.metrics.wrapKeyStream(p, alg, ks), nil
+	return &servedKeyStream{KeyStream: ks, src: src, c: src.counter(OpEncrypt)}, nil
 }
 
 // MAC returns a keyed hash (HMAC) for alg.
@@ -266,14 +363,16 @@ func (r *Registry) MAC(name string, key []byte) (hash.Hash, error) {
 	if err := checkKey(alg, key); err != nil {
 		return nil, err
 	}
-	h, _, err := build(r, alg, func(p Provider) (hash.Hash, error) {
-		mp, ok := p.(MACProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	h, src, err := build(r, alg, func(p Provider) (hash.Hash, error) {
+		if mp, ok := p.(MACProvider); ok {
+			return mp.NewMAC(alg, key)
 		}
-		return mp.NewMAC(alg, key)
+		return nil, unsupported(p, alg)
 	})
-	return h, err
+	if err != nil {
+		return nil, err
+	}
+	return &servedHash{Hash: h, src: src}, nil
 }
 
 // OneTimeMAC returns a one-time authenticator (Poly1305).
@@ -282,14 +381,16 @@ func (r *Registry) OneTimeMAC(name string) (OneTimeMAC, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := build(r, alg, func(p Provider) (OneTimeMAC, error) {
-		op, ok := p.(OneTimeMACProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	m, src, err := build(r, alg, func(p Provider) (OneTimeMAC, error) {
+		if op, ok := p.(OneTimeMACProvider); ok {
+			return op.NewOneTimeMAC(alg)
 		}
-		return op.NewOneTimeMAC(alg)
+		return nil, unsupported(p, alg)
 	})
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	return &servedOneTimeMAC{OneTimeMAC: m, src: src}, nil
 }
 
 // Hash returns a hash for alg.
@@ -298,34 +399,50 @@ func (r *Registry) Hash(name string) (hash.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, _, err := build(r, alg, func(p Provider) (hash.Hash, error) {
-		hp, ok := p.(HashProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	h, src, err := build(r, alg, func(p Provider) (hash.Hash, error) {
+		if hp, ok := p.(HashProvider); ok {
+			return hp.NewHash(alg)
 		}
-		return hp.NewHash(alg)
+		return nil, unsupported(p, alg)
 	})
-	return h, err
+	if err != nil {
+		return nil, err
+	}
+	return &servedHash{Hash: h, src: src}, nil
 }
 
 // KeyAgreement returns a fresh ephemeral key pair for alg.
 func (r *Registry) KeyAgreement(name string) (KeyAgreement, error) {
+	return r.KeyAgreementContext(context.Background(), name)
+}
+
+// KeyAgreementContext is KeyAgreement for providers that may wait (a
+// token's session pool): ctx bounds the wait when the provider
+// implements KeyAgreementContextProvider.
+func (r *Registry) KeyAgreementContext(ctx context.Context, name string) (KeyAgreement, error) {
 	alg, err := lookupFamily(name, FamilyKeyAgreement)
 	if err != nil {
 		return nil, err
 	}
-	ka, p, err := build(r, alg, func(p Provider) (KeyAgreement, error) {
-		kp, ok := p.(KeyAgreementProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var start time.Time
+	ka, src, err := build(r, alg, func(p Provider) (KeyAgreement, error) {
+		start = time.Now()
+		if kp, ok := p.(KeyAgreementContextProvider); ok {
+			return kp.NewKeyAgreementContext(ctx, alg)
 		}
-		return kp.NewKeyAgreement(alg)
+		if kp, ok := p.(KeyAgreementProvider); ok {
+			return kp.NewKeyAgreement(alg)
+		}
+		return nil, unsupported(p, alg)
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.metrics.count(p, alg, OpDerive, 0, nil)
-	return ka, nil
+	src.counter(OpGenerate).timed(start, 0, nil)
+	return &servedKeyAgreement{KeyAgreement: ka, src: src, c: src.counter(OpDerive)}, nil
 }
 
 // Encapsulate runs the sending side of a KEM against encapsulationKey.
@@ -334,14 +451,21 @@ func (r *Registry) Encapsulate(name string, encapsulationKey []byte) (shared, ci
 	if err != nil {
 		return nil, nil, err
 	}
-	out, _, err := build(r, alg, func(p Provider) ([2][]byte, error) {
+	if len(encapsulationKey) != alg.PublicKeySize {
+		return nil, nil, fmt.Errorf("provider: %s encapsulation key is %d bytes, want %d", name, len(encapsulationKey), alg.PublicKeySize)
+	}
+	start := time.Now()
+	out, src, err := build(r, alg, func(p Provider) ([2][]byte, error) {
 		kp, ok := p.(KEMProvider)
 		if !ok {
-			return [2][]byte{}, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+			return [2][]byte{}, unsupported(p, alg)
 		}
 		s, c, err := kp.Encapsulate(alg, encapsulationKey)
 		return [2][]byte{s, c}, err
 	})
+	if err == nil && r.metrics != nil {
+		r.metrics.Counter(src.Provider, alg.Name, OpEncapsulate).timed(start, len(encapsulationKey), nil)
+	}
 	return out[0], out[1], err
 }
 
@@ -351,19 +475,31 @@ func (r *Registry) Decapsulator(name string) (Decapsulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := build(r, alg, func(p Provider) (Decapsulator, error) {
-		kp, ok := p.(KEMProvider)
-		if !ok {
-			return nil, &UnsupportedError{Provider: p.Name(), Algorithm: name}
+	start := time.Now()
+	d, src, err := build(r, alg, func(p Provider) (Decapsulator, error) {
+		if kp, ok := p.(KEMProvider); ok {
+			return kp.NewDecapsulator(alg)
 		}
-		return kp.NewDecapsulator(alg)
+		return nil, unsupported(p, alg)
 	})
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	src.counter(OpGenerate).timed(start, 0, nil)
+	return &servedDecapsulator{Decapsulator: d, src: src, c: src.counter(OpDecapsulate)}, nil
+}
+
+// KeyAgreementContextProvider is implemented by key-agreement providers
+// whose key generation can wait (a token's session pool).
+type KeyAgreementContextProvider interface {
+	NewKeyAgreementContext(ctx context.Context, alg *Algorithm) (KeyAgreement, error)
 }
 
 // Signer opens the key named by ref ("pkcs11:" URI, "file:" URI or path)
 // with the first provider, in policy order, that can reach it. A key that
 // lives only in a token fails closed: there is no software fallback.
+// The signer implements ContextSigner and Provenancer, and
+// crypto.MessageSigner when the provider's does.
 func (r *Registry) Signer(ctx context.Context, ref string) (crypto.Signer, error) {
 	s, _, err := r.OpenSigner(ctx, ref)
 	return s, err
@@ -371,24 +507,48 @@ func (r *Registry) Signer(ctx context.Context, ref string) (crypto.Signer, error
 
 // OpenSigner is Signer that also returns the provider holding the key.
 func (r *Registry) OpenSigner(ctx context.Context, ref string) (crypto.Signer, Provider, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ps, err := r.signerProviders(ref)
+	if err != nil {
+		return nil, nil, err
+	}
 	var errs []error
-	for _, p := range r.signerProviders(ref) {
+	for _, p := range ps {
 		s, err := p.(SignerProvider).Signer(ctx, ref)
 		if err == nil {
-			return s, p, nil
+			src := &source{Provenance: Provenance{Provider: p.Name(), Kind: p.Kind(), Reason: "holds the key"}}
+			if alg := SignatureAlgorithm(s.Public(), nil); alg != nil {
+				src.Algorithm = alg.Name
+			}
+			return wrapSigner(s, src, r.metrics), p, nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+		errs = append(errs, prefixed(p.Name(), err))
 	}
 	if len(errs) == 0 {
 		return nil, nil, &NoProviderError{Algorithm: "signer", Reason: fmt.Sprintf("no provider can open %s", RedactRef(ref))}
 	}
-	return nil, nil, fmt.Errorf("provider: open signer %s: %w", RedactRef(ref), errors.Join(errs...))
+	err = errors.Join(errs...)
+	if red := RedactRef(ref); !strings.Contains(err.Error(), red) {
+		return nil, nil, fmt.Errorf("provider: open signer %s: %w", red, err)
+	}
+	return nil, nil, fmt.Errorf("provider: open signer: %w", err)
 }
 
-func (r *Registry) signerProviders(ref string) []Provider {
-	pol := r.Policy()
+func (r *Registry) signerProviders(ref string) ([]Provider, error) {
+	r.mu.RLock()
+	pol, all, closed, perr := r.policy, r.providers, r.closed, r.policyErr
+	r.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, errRegistryClosed
+	case perr != nil:
+		return nil, perr
+	}
 	var out []Provider
-	for _, p := range r.Providers() {
+	for _, p := range all {
+		p = pol.without("", p)
 		sp, ok := p.(SignerProvider)
 		if ok && sp.CanOpen(ref) {
 			if _, denied := pol.denies("", p); !denied {
@@ -397,5 +557,45 @@ func (r *Registry) signerProviders(ref string) []Provider {
 		}
 	}
 	sortByKind(out, pol.Mode)
-	return out
+	return out, nil
+}
+
+// Verify checks sig over input (a digest, or the message for Ed25519)
+// with the first provider, in kind order, that verifies the algorithm
+// (VerifyProvider), or Go's standard library; it is counted in metrics.
+func (r *Registry) Verify(pub crypto.PublicKey, name string, input, sig []byte, opts crypto.SignerOpts) error {
+	alg, err := lookupFamily(name, FamilySignature)
+	if err != nil {
+		return err
+	}
+	var vp VerifyProvider
+	who := "go"
+	r.mu.RLock()
+	pol := r.policy
+	ps := append([]Provider(nil), r.providers...)
+	r.mu.RUnlock()
+	sortByKind(ps, pol.Mode)
+	for _, p := range ps {
+		if v, ok := p.(VerifyProvider); ok && Supports(p, name, OpVerify) {
+			if _, denied := pol.denies(name, p); !denied && pol.allowsKind(p.Kind()) {
+				vp, who = v, p.Name()
+				break
+			}
+		}
+	}
+	start := time.Now()
+	if vp != nil {
+		err = vp.Verify(alg, pub, input, sig, opts)
+	} else {
+		err = Verify(pub, alg, input, sig, opts)
+	}
+	if r.metrics != nil {
+		r.metrics.Counter(who, name, OpVerify).timed(start, len(input), err)
+	}
+	return err
+}
+
+// VerifyProvider verifies signatures (OpVerify).
+type VerifyProvider interface {
+	Verify(alg *Algorithm, pub crypto.PublicKey, input, sig []byte, opts crypto.SignerOpts) error
 }

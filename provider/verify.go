@@ -37,3 +37,29 @@ func Verify(pub crypto.PublicKey, alg *Algorithm, input, sig []byte, opts crypto
 	}
 	return nil
 }
+
+// SignatureAlgorithm returns the catalog signature algorithm that a key
+// with public half pub signs with under opts (as crypto.Signer.Sign takes
+// them), or nil when the catalog has none.
+func SignatureAlgorithm(pub crypto.PublicKey, opts crypto.SignerOpts) *Algorithm {
+	h, pss := crypto.Hash(0), false
+	if opts != nil {
+		h = opts.HashFunc()
+		_, pss = opts.(*rsa.PSSOptions)
+	}
+	size := -1 // the catalog's PublicKeySize of the key
+	switch k := pub.(type) {
+	case ed25519.PublicKey:
+		size = len(k)
+	case *ecdsa.PublicKey:
+		size = 1 + 2*((k.Curve.Params().BitSize+7)/8)
+	case *rsa.PublicKey:
+		size = 0
+	}
+	for _, a := range catalog {
+		if a.Family == FamilySignature && a.PublicKeySize == size && a.Hash == h && a.PSS == pss {
+			return a
+		}
+	}
+	return nil
+}

@@ -134,7 +134,7 @@ func promptPIN(stderr io.Writer) func(token string) (string, error) {
 }
 
 func keysGenerate(ctx context.Context, p *pkcs11.Provider, u *uri.URI, kt pkcs11.KeyType, stdout io.Writer) error {
-	s, err := p.Generate(ctx, u, kt)
+	s, err := p.Generate(ctx, u.Full(), kt)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func printKey(w io.Writer, pub crypto.PublicKey, keyRef, host string) error {
 }
 
 func keysList(ctx context.Context, p *pkcs11.Provider, u *uri.URI, stdout io.Writer) error {
-	keys, err := p.List(ctx, u)
+	keys, err := p.List(ctx, u.Full())
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func keysList(ctx context.Context, p *pkcs11.Provider, u *uri.URI, stdout io.Wri
 }
 
 func keysPub(ctx context.Context, p *pkcs11.Provider, u *uri.URI, host string, stdout io.Writer) error {
-	pub, err := p.PublicKey(ctx, u)
+	pub, err := p.PublicKey(ctx, u.Full())
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func keysImport(ctx context.Context, p *pkcs11.Provider, u *uri.URI, file string
 	if err != nil {
 		return err
 	}
-	s, err := p.Import(ctx, u, key)
+	s, err := p.Import(ctx, u.Full(), key)
 	if err != nil {
 		return err
 	}
@@ -290,11 +290,11 @@ func shred(file string) error {
 }
 
 func keysDelete(ctx context.Context, p *pkcs11.Provider, u *uri.URI, stdout io.Writer) error {
-	pub, err := p.PublicKey(ctx, u)
+	pub, err := p.PublicKey(ctx, u.Full())
 	if err != nil {
 		return err
 	}
-	n, err := p.Delete(ctx, u)
+	n, err := p.Delete(ctx, u.Full())
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func TestSshdPKCS11HostKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Generate(context.Background(), uri.MustParse(tok.URI("hostkey")), pkcs11.Ed25519); err != nil {
+	if _, err := p.Generate(context.Background(), tok.URI("hostkey"), pkcs11.Ed25519); err != nil {
 		p.Close()
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestSshdPKCS11Reload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Generate(context.Background(), uri.MustParse(tok.URI("hostkey")), pkcs11.Ed25519); err != nil {
+	if _, err := p.Generate(context.Background(), tok.URI("hostkey"), pkcs11.Ed25519); err != nil {
 		p.Close()
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func pkcs11Tokens(c *config.Config) ([]*uri.URI, error) {
 			return nil, err
 		}
 		t := u.TokenOnly()
-		if k := t.Secret(); !seen[k] {
+		if k := t.Full(); !seen[k] {
 			seen[k] = true
 			out = append(out, t)
 		}

@@ -24,6 +24,7 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"hash"
+	"sync/atomic"
 
 	"github.com/offload/offload/provider"
 )
@@ -35,6 +36,7 @@ const Name = "cpu"
 type Provider struct {
 	features Features
 	caps     []provider.Capability
+	closed   atomic.Bool
 }
 
 var (
@@ -71,9 +73,18 @@ func (p *Provider) Features() Features { return p.features }
 func (p *Provider) Name() string                        { return Name }
 func (p *Provider) Kind() provider.Kind                 { return provider.KindCPU }
 func (p *Provider) Capabilities() []provider.Capability { return p.caps }
-func (p *Provider) Close() error                        { return nil }
+
+// Close makes the provider refuse new primitives with an error wrapping
+// provider.ErrClosed. Primitives already made hold nothing and keep working.
+func (p *Provider) Close() error {
+	p.closed.Store(true)
+	return nil
+}
 
 func (p *Provider) check(alg *provider.Algorithm, ops provider.Op) error {
+	if p.closed.Load() {
+		return fmt.Errorf("cpu: provider %w", provider.ErrClosed)
+	}
 	if !provider.Supports(p, alg.Name, ops) {
 		return &provider.UnsupportedError{Provider: Name, Algorithm: alg.Name}
 	}

@@ -33,12 +33,16 @@ type gcm struct {
 
 	mu sync.Mutex
 	*gcmHold
-	key      []byte // kept to move the key after a fault, zeroed on Close
-	fallback cipher.AEAD
-	closed   bool
+	key         []byte // kept to move the key after a fault, zeroed on Close
+	fallback    cipher.AEAD
+	fallbackWhy error
+	closed      bool
 }
 
-var _ cipher.AEAD = (*gcm)(nil)
+var (
+	_ provider.FallibleAEAD = (*gcm)(nil)
+	_ provider.Provenancer  = (*gcm)(nil)
+)
 
 // gcmHold is the session and key object a gcm holds. It is separate so
 // that an AEAD dropped without Close gives them back when collected.
@@ -62,7 +66,13 @@ func (p *Provider) newGCM(alg *provider.Algorithm, key []byte) (cipher.AEAD, err
 		clear(g.key)
 		return nil, err
 	}
-	runtime.AddCleanup(g, func(h *gcmHold) { h.release(false) }, g.gcmHold)
+	c := p.c
+	runtime.AddCleanup(g, func(h *gcmHold) {
+		if c.gate.enter() {
+			h.release(false)
+			c.exit()
+		}
+	}, g.gcmHold)
 	return g, nil
 }
 
@@ -161,29 +171,70 @@ func (g *gcmHold) release(broken bool) {
 func (g *gcm) NonceSize() int { return g.alg.NonceSize }
 func (g *gcm) Overhead() int  { return gcmTagSize }
 
-// Seal encrypts and authenticates plaintext as cipher.AEAD does.
+// Seal encrypts and authenticates plaintext as cipher.AEAD does. When the
+// token fails, or after the provider's Close, Seal finishes the work in Go
+// with the same key (Open, OpenErr and SealErr return ErrClosed after
+// Close); with Config.NoFallback it panics instead, since it cannot
+// return an error: use SealErr.
 func (g *gcm) Seal(dst, nonce, plaintext, additionalData []byte) []byte {
+	out, err := g.seal(dst, nonce, plaintext, additionalData, !g.p.c.cfg.NoFallback)
+	if err != nil {
+		panic(fmt.Sprintf("pkcs11: AES-GCM on the token failed and fallback is off (use SealErr to get the error): %v", err))
+	}
+	return out
+}
+
+// SealErr is Seal returning a token fault as an error when fallback is
+// off (Config.NoFallback), and ErrClosed after Close, instead of
+// panicking or finishing in Go (see provider.FallibleAEAD).
+func (g *gcm) SealErr(dst, nonce, plaintext, additionalData []byte) ([]byte, error) {
+	return g.seal(dst, nonce, plaintext, additionalData, !g.p.c.cfg.NoFallback && !g.p.c.closed())
+}
+
+func (g *gcm) seal(dst, nonce, plaintext, additionalData []byte, fallback bool) ([]byte, error) {
 	ret, out := g.buffers(dst, nonce, plaintext, additionalData, len(plaintext)+gcmTagSize)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.closed || (!fallback && g.p.c.closed()) {
+		return nil, &Error{Op: "encrypt", Class: ClassClosed, Err: fmt.Errorf("AEAD %w", ErrClosed)}
+	}
 	if g.fallback == nil {
-		ct, err := g.run("encrypt", func(a api, h pkcs11.SessionHandle, mech []*pkcs11.Mechanism) ([]byte, error) {
-			if err := a.EncryptInit(h, mech, g.obj); err != nil {
-				return nil, err
-			}
-			return a.Encrypt(h, plaintext)
-		}, nonce, additionalData)
-		if err == nil && len(ct) == len(out) {
-			copy(out, ct)
-			return ret
-		}
+		err := g.onToken("encrypt", func() ([]byte, error) {
+			return g.run("encrypt", func(a api, h pkcs11.SessionHandle, mech []*pkcs11.Mechanism) ([]byte, error) {
+				if err := a.EncryptInit(h, mech, g.obj); err != nil {
+					return nil, err
+				}
+				return a.Encrypt(h, plaintext)
+			}, nonce, additionalData)
+		}, out)
 		if err == nil {
-			err = &Error{Op: "encrypt", Token: g.tok.label(), Class: ClassDevice,
-				Err: fmt.Errorf("token returned %d bytes, want %d", len(ct), len(out))}
+			return ret, nil
+		}
+		if !fallback {
+			return nil, err
 		}
 		g.fail(err)
 	}
-	return g.fallback.Seal(dst, nonce, plaintext, additionalData)
+	return g.fallback.Seal(dst, nonce, plaintext, additionalData), nil
+}
+
+// onToken runs op on the token inside the provider's gate and copies its
+// output, which must fill out exactly, into out.
+func (g *gcm) onToken(name string, op func() ([]byte, error), out []byte) error {
+	if err := g.p.c.enter(name, ""); err != nil {
+		return err
+	}
+	res, err := op()
+	g.p.c.exit()
+	if err != nil {
+		return err
+	}
+	if len(res) != len(out) {
+		return &Error{Op: name, Token: g.tok.label(), Class: ClassDevice,
+			Err: fmt.Errorf("token returned %d bytes, want %d", len(res), len(out))}
+	}
+	copy(out, res)
+	return nil
 }
 
 // buffers checks the nonce and extends dst by n bytes for the output,
@@ -203,41 +254,58 @@ func (g *gcm) buffers(dst, nonce, in, ad []byte, n int) (ret, out []byte) {
 	return ret, out
 }
 
-// Open decrypts and authenticates ciphertext as cipher.AEAD does.
+// Open decrypts and authenticates ciphertext as cipher.AEAD does. A token
+// fault finishes the work in Go unless Config.NoFallback; then, and after
+// Close, Open returns the error.
 func (g *gcm) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
+	out, err := g.OpenErr(dst, nonce, ciphertext, additionalData)
+	if errors.Is(err, provider.ErrAuthentication) {
+		return nil, errOpen
+	}
+	return out, err
+}
+
+// OpenErr is Open with provider.FallibleAEAD's errors: one wrapping
+// provider.ErrAuthentication when the message does not authenticate, a
+// token fault or ErrClosed otherwise.
+func (g *gcm) OpenErr(dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
 	if len(ciphertext) < gcmTagSize {
 		if len(nonce) != g.alg.NonceSize {
 			panic("crypto/cipher: incorrect nonce length given to GCM")
 		}
-		return nil, errOpen
+		return nil, provider.ErrAuthentication
 	}
 	ret, out := g.buffers(dst, nonce, ciphertext, additionalData, len(ciphertext)-gcmTagSize)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.closed || g.p.c.closed() {
+		return nil, &Error{Op: "decrypt", Class: ClassClosed, Err: fmt.Errorf("AEAD %w", ErrClosed)}
+	}
 	if g.fallback == nil {
-		pt, err := g.run("decrypt", func(a api, h pkcs11.SessionHandle, mech []*pkcs11.Mechanism) ([]byte, error) {
-			if err := a.DecryptInit(h, mech, g.obj); err != nil {
-				return nil, err
-			}
-			return a.Decrypt(h, ciphertext)
-		}, nonce, additionalData)
+		err := g.onToken("decrypt", func() ([]byte, error) {
+			return g.run("decrypt", func(a api, h pkcs11.SessionHandle, mech []*pkcs11.Mechanism) ([]byte, error) {
+				if err := a.DecryptInit(h, mech, g.obj); err != nil {
+					return nil, err
+				}
+				return a.Decrypt(h, ciphertext)
+			}, nonce, additionalData)
+		}, out)
 		switch {
-		case err == nil && len(pt) == len(out):
-			copy(out, pt)
+		case err == nil:
 			return ret, nil
 		case ClassOf(err) == ClassInput:
 			clear(out)
-			return nil, errOpen
-		case err == nil:
-			err = &Error{Op: "decrypt", Token: g.tok.label(), Class: ClassDevice,
-				Err: fmt.Errorf("token returned %d bytes, want %d", len(pt), len(out))}
-		}
-		if g.p.c.cfg.NoFallback {
+			return nil, provider.ErrAuthentication
+		case g.p.c.cfg.NoFallback || ClassOf(err) == ClassClosed:
 			return nil, err
 		}
 		g.fail(err)
 	}
-	return g.fallback.Open(dst, nonce, ciphertext, additionalData)
+	pt, err := g.fallback.Open(dst, nonce, ciphertext, additionalData)
+	if err != nil {
+		return nil, provider.ErrAuthentication
+	}
+	return pt, nil
 }
 
 // run performs one GCM operation on the held session, moving the key to a
@@ -302,22 +370,37 @@ func (g *gcm) run(op string, f func(api, pkcs11.SessionHandle, []*pkcs11.Mechani
 	return nil, last
 }
 
-// fail switches the AEAD to Go's AES-GCM with the same key, or panics
-// when fallback is off: Seal has no way to return an error.
+// fail switches the AEAD to Go's AES-GCM with the same key.
 func (g *gcm) fail(err error) {
-	if g.p.c.cfg.NoFallback {
-		panic(fmt.Sprintf("pkcs11: AES-GCM on the token failed and fallback is off: %v", err))
-	}
 	block, aerr := aes.NewCipher(g.key)
-	if aerr != nil {
-		panic(aerr)
+	if aerr == nil {
+		g.fallback, aerr = cipher.NewGCM(block)
 	}
-	g.fallback, aerr = cipher.NewGCM(block)
-	if aerr != nil {
-		panic(aerr)
+	if aerr != nil { // the key was checked when the AEAD was made
+		panic(fmt.Sprintf("pkcs11: AES-GCM in Go: %v", aerr))
 	}
+	g.fallbackWhy = err
 	g.p.c.log.Warn("AES-GCM continues in Go with the same key after the token failed", "algorithm", g.alg.Name, "err", err)
-	g.release(true)
+	if g.p.c.gate.enter() {
+		g.release(true)
+		g.p.c.exit()
+	}
+}
+
+// Provenance says which token holds the AEAD's key, or that it moved to Go.
+func (g *gcm) Provenance() provider.Provenance {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pv := provider.Provenance{Algorithm: g.alg.Name, Provider: g.p.name, Kind: provider.KindHardware}
+	if g.tok != nil {
+		slot, _, d := g.tok.state()
+		pv.Token, pv.Serial, pv.Slot = d.Label, d.Serial, slot
+	}
+	if g.fallback != nil {
+		pv.Fallback, pv.FallbackFrom = true, fmt.Sprintf("token %q", pv.Token)
+		pv.Detail = "continuing in Go with the same key after the token failed"
+	}
+	return pv
 }
 
 // FellBack reports whether the AEAD finished its work in Go after a token fault.
@@ -335,7 +418,10 @@ func (g *gcm) Close() error {
 		return nil
 	}
 	g.closed = true
-	g.release(false)
+	if g.p.c.gate.enter() {
+		g.release(false)
+		g.p.c.exit()
+	}
 	clear(g.key)
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/miekg/pkcs11"
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
-	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // cpuTime returns the process's user+system CPU time. Benchmarks report
@@ -67,7 +66,7 @@ func BenchmarkSign(b *testing.B) {
 	ctx := context.Background()
 	d := sha256.Sum256([]byte("benchmark"))
 	for _, k := range benchKeys {
-		s, err := p.Generate(ctx, uri.MustParse(tok.URI("bench-"+string(k.kt))), k.kt)
+		s, err := p.Generate(ctx, tok.URI("bench-"+string(k.kt)), k.kt)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +115,7 @@ func BenchmarkSignParallel(b *testing.B) {
 				var s crypto.Signer
 				var err error
 				if kind == "token-key" {
-					s, err = p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+					s, err = p.Generate(context.Background(), tok.URI("k"), ECDSAP256)
 				} else {
 					s, err = p.GenerateSigner(context.Background(), provider.MustLookup("ecdsa-p256-sha256"), "")
 				}
@@ -196,7 +195,7 @@ func BenchmarkSignOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+	s, err := p.Generate(context.Background(), tok.URI("k"), ECDSAP256)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/offload/offload/providers/pkcs11/uri"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -25,6 +26,8 @@ const (
 	DefaultMaxSessions    = 8
 	DefaultWaitTimeout    = 5 * time.Second
 	DefaultHealthInterval = 5 * time.Second
+	DefaultDeadline       = 10 * time.Second
+	DefaultCloseTimeout   = 5 * time.Second
 )
 
 // Config configures a PKCS #11 provider over one module and one or more
@@ -65,10 +68,33 @@ type Config struct {
 	// Failover maps a token label to the label of a second token that
 	// holds the same keys; signers move there when the first is lost.
 	Failover map[string]string
+	// Deadline bounds an operation that takes no context (Sign, a key
+	// agreement) or whose context has a later deadline: the wait for a
+	// session, the retries and the recovery together (DefaultDeadline). A
+	// call already inside the module cannot be interrupted.
+	Deadline time.Duration
+	// CloseTimeout bounds how long Close waits for calls in flight
+	// (DefaultCloseTimeout). Calls still running then keep the module
+	// initialized: it is never finalized under a running call.
+	CloseTimeout time.Duration
 	// NoFallback makes an AEAD whose token fails in the middle of a
-	// connection report the failure (Seal panics, Open errs) instead of
-	// finishing the connection in Go with the same key.
+	// connection report the failure instead of finishing the connection
+	// in Go with the same key: SealErr and Open return it (the AEADs
+	// implement provider.FallibleAEAD); plain Seal, which cannot return
+	// an error, panics — callers that set NoFallback use SealErr.
 	NoFallback bool
+	// AllowMissing makes Open succeed when a token of Tokens is not
+	// present or cannot be attached (failing, or its PIN refused): the
+	// token stays pending, Pending and Health say why, and the health
+	// probe attaches it when it appears (never after a refused PIN). A
+	// key on a pending token fails closed with ErrTokenUnavailable. The
+	// module itself must load.
+	AllowMissing bool
+	// StateDir, when set, is where refused PINs are recorded (see PINs in
+	// the package documentation): a PIN a token refused is not sent
+	// again, by this process or a later one, until its source changes.
+	// Empty: refusals are remembered for the life of the process only.
+	StateDir string
 	// Logger receives fault and recovery reports; PINs never reach it.
 	Logger *slog.Logger
 	// Faults, when set, makes chosen module calls fail or answer late, for
@@ -206,7 +232,7 @@ func ReadPINSource(src string) (string, error) {
 	} else if strings.Contains(src, ":") && !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, ".") {
 		return "", fmt.Errorf("pkcs11: pin-source %q: only files are supported (a path or file: URI)", src)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, 4096)
 	if err != nil {
 		return "", fmt.Errorf("pkcs11: pin-source: %w", err)
 	}
@@ -217,29 +243,84 @@ func ReadPINSource(src string) (string, error) {
 	return pin, nil
 }
 
+// pinSource says where a PIN came from, so that a PIN the token refused
+// is recognised when it comes again (see PINGuard).
+type pinSource struct {
+	Kind string // "pin-source", "pin-value", "Config.PIN", "Config.PINSource", "environment", "prompt"
+	Path string `json:",omitempty"` // the file of a pin-source
+	Env  string `json:",omitempty"` // the variable of "environment"
+}
+
+func (s pinSource) isFile() bool { return s.Path != "" }
+
+func (s pinSource) String() string {
+	switch {
+	case s.Path != "":
+		return s.Kind + " " + s.Path
+	case s.Env != "":
+		return "$" + s.Env
+	}
+	return s.Kind
+}
+
+// readBounded reads at most limit bytes of a file, failing on a larger one.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a PIN file", path, limit)
+	}
+	return b, nil
+}
+
 // resolvePIN finds the PIN for a token: its URI's pin-value or pin-source,
 // then the Config's PIN or PINSource, then the environment, then the prompt.
 // It returns "" with no error when there is none (the token may need none).
-func (c *Config) resolvePIN(u *uri.URI, token string) (string, error) {
+func (c *Config) resolvePIN(u *uri.URI, token string) (string, pinSource, error) {
 	switch {
 	case u != nil && u.PINValue != "":
-		return u.PINValue, nil
+		return u.PINValue, pinSource{Kind: "pin-value"}, nil
 	case u != nil && u.PINSource != "":
-		return ReadPINSource(u.PINSource)
+		pin, err := ReadPINSource(u.PINSource)
+		return pin, pinSource{Kind: "pin-source", Path: pinPath(u.PINSource)}, err
 	case c.PIN != "":
-		return c.PIN, nil
+		return c.PIN, pinSource{Kind: "Config.PIN"}, nil
 	case c.PINSource != "":
-		return ReadPINSource(c.PINSource)
+		pin, err := ReadPINSource(c.PINSource)
+		return pin, pinSource{Kind: "Config.PINSource", Path: pinPath(c.PINSource)}, err
 	}
 	env := c.PINEnv
 	if env == "" {
 		env = PINEnv
 	}
 	if v := os.Getenv(env); v != "" {
-		return v, nil
+		return v, pinSource{Kind: "environment", Env: env}, nil
 	}
 	if c.PINPrompt != nil {
-		return c.PINPrompt(token)
+		pin, err := c.PINPrompt(token)
+		return pin, pinSource{Kind: "prompt"}, err
 	}
-	return "", nil
+	return "", pinSource{}, nil
+}
+
+// pinPath is the file a pin-source names.
+func pinPath(src string) string {
+	path := src
+	if rest, ok := strings.CutPrefix(src, "file:"); ok {
+		path = strings.TrimPrefix(rest, "//")
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

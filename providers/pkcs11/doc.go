@@ -49,6 +49,39 @@
 // same key (unless Config.NoFallback); new AEADs and key agreements simply
 // fail, and the registry falls through to the CPU or software provider.
 //
+// # Lifecycle and contexts
+//
+// Every method that may reach the module counts itself in flight. Close
+// refuses new calls (ErrClosed, which is provider.ErrClosed), ends pool
+// waits and backoffs, waits up to Config.CloseTimeout for the calls in
+// flight and only then finalizes the module, so nothing ever calls into a
+// finalized module; a module stuck in a call is left initialized and
+// Close says so. Signer, List, Generate, Import, Delete, PublicKey,
+// OpenContext and NewKeyAgreementContext honour their context for the
+// pool wait, the retries and recovery (a call already running in the
+// module cannot be interrupted). Sign and key agreements, which have no
+// context, are bounded by Config.Deadline; signers offer SignContext.
+//
+// # Tokens that are not there
+//
+// With Config.AllowMissing a token that is absent, failing or refuses its
+// PIN does not fail Open: it is pending (Pending, Health), its keys fail
+// closed with ErrTokenUnavailable, and the health probe attaches it when
+// it appears and tells the registry (provider.ChangeNotifier). A token
+// that was never there is ErrNotFound; one that went away or is pending
+// is ErrTokenUnavailable.
+//
+// # PINs
+//
+// A PIN a token refused is never sent again until its source changes: the
+// refusal is recorded in memory and, with Config.StateDir, in a marker
+// file that later processes (a restart, `offload sshd -t`) read. A PIN
+// file is recognised by its identity (path, device, inode, size and
+// modification time), a PIN given as a value by a 16-bit keyed tag, so
+// the state directory never holds the PIN or enough to recover it. A
+// provider opened while another in the process keeps the token logged in
+// with a different PIN is refused without sending the new one.
+//
 // # Fault injection
 //
 // Config.Faults takes a FaultInjector, through which the provider then

@@ -22,6 +22,7 @@ type ecdhKA struct {
 	keys *ecdhKeys
 	pub  []byte
 	alg  *provider.Algorithm
+	name string
 }
 
 type ecdhKeys struct {
@@ -33,7 +34,10 @@ type ecdhKeys struct {
 	done      bool
 }
 
-var _ provider.KeyAgreement = (*ecdhKA)(nil)
+var (
+	_ provider.KeyAgreement = (*ecdhKA)(nil)
+	_ provider.Provenancer  = (*ecdhKA)(nil)
+)
 
 func curveOf(alg *provider.Algorithm) (ecdh.Curve, []byte, error) {
 	switch alg.Name {
@@ -45,7 +49,7 @@ func curveOf(alg *provider.Algorithm) (ecdh.Curve, []byte, error) {
 	return nil, nil, &provider.UnsupportedError{Provider: DefaultName, Algorithm: alg.Name}
 }
 
-func (p *Provider) newECDH(alg *provider.Algorithm) (provider.KeyAgreement, error) {
+func (p *Provider) newECDH(ctx context.Context, alg *provider.Algorithm) (provider.KeyAgreement, error) {
 	_, params, err := curveOf(alg)
 	if err != nil {
 		return nil, err
@@ -56,7 +60,7 @@ func (p *Provider) newECDH(alg *provider.Algorithm) (provider.KeyAgreement, erro
 	}
 	k := &ecdhKeys{tok: t}
 	var pub []byte
-	ctx, cancel := ctxTimeout(t.wait)
+	ctx, cancel := p.c.deadline(ctx)
 	defer cancel()
 	err = t.do(ctx, "generate ECDH key", alg.Name, func(h pkcs11.SessionHandle) error {
 		pubH, privH, err := p.c.api.GenerateKeyPair(h, []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_EC_KEY_PAIR_GEN, nil)},
@@ -88,9 +92,16 @@ func (p *Provider) newECDH(alg *provider.Algorithm) (provider.KeyAgreement, erro
 		}
 		return nil, err
 	}
-	ka := &ecdhKA{keys: k, pub: pub, alg: alg}
+	ka := &ecdhKA{keys: k, pub: pub, alg: alg, name: p.name}
 	runtime.AddCleanup(ka, func(k *ecdhKeys) { k.destroy() }, k)
 	return ka, nil
+}
+
+// Provenance says which token holds the ephemeral key.
+func (ka *ecdhKA) Provenance() provider.Provenance {
+	slot, _, d := ka.keys.tok.state()
+	return provider.Provenance{Algorithm: ka.alg.Name, Provider: ka.name, Kind: provider.KindHardware,
+		Token: d.Label, Serial: d.Serial, Slot: slot}
 }
 
 func (k *ecdhKeys) tokEpoch() uint64 {
@@ -110,15 +121,19 @@ func (ka *ecdhKA) SharedSecret(peer []byte) ([]byte, error) {
 		return nil, fmt.Errorf("pkcs11: %s: bad peer public key: %w", ka.alg.Name, err)
 	}
 	k := ka.keys
+	t := k.tok
+	if err := t.p.enter("derive ECDH secret", ka.alg.Name); err != nil {
+		return nil, err
+	}
+	defer t.p.exit()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.done {
 		return nil, errors.New("pkcs11: ECDH key pair already used or closed")
 	}
-	t := k.tok
 	a := t.p.api
 	var secret []byte
-	ctx, cancel := ctxTimeout(t.wait)
+	ctx, cancel := t.p.deadline(context.Background())
 	defer cancel()
 	err := t.do(ctx, "derive ECDH secret", ka.alg.Name, func(h pkcs11.SessionHandle) error {
 		if k.gen != t.p.mod.gen.Load() || k.epoch != k.tokEpoch() {
@@ -163,6 +178,11 @@ func (ka *ecdhKA) Close() error {
 }
 
 func (k *ecdhKeys) destroy() {
+	c := k.tok.p
+	if !c.gate.enter() {
+		return // the session objects went with the provider's sessions
+	}
+	defer c.exit()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.destroyLocked()

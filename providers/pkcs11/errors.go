@@ -3,6 +3,9 @@ package pkcs11
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/offload/offload/provider"
 )
 
 // Class groups PKCS #11 return values by what recovers from them.
@@ -19,9 +22,12 @@ const (
 	ClassUnsupported       // the token does not offer the mechanism or attribute
 	ClassBusy              // transient shortage (memory, sessions): retry later
 	ClassOther             // anything else: not retried
+	ClassNotFound          // no token or object matches what was asked: not retried
+	ClassClosed            // the provider was closed: nothing reaches the module any more
 )
 
-var classNames = [...]string{"ok", "session", "handle", "device", "login", "pin", "input", "unsupported", "busy", "other"}
+var classNames = [...]string{"ok", "session", "handle", "device", "login", "pin", "input", "unsupported", "busy", "other",
+	"not-found", "closed"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -40,15 +46,18 @@ func (c Class) Retryable() bool {
 	return false
 }
 
-// Sentinel errors, matched with errors.Is.
+// Sentinel errors, matched with errors.Is. ErrNotFound also matches
+// provider.ErrNotFound, ErrTokenUnavailable provider.ErrUnavailable, and
+// ErrClosed is provider.ErrClosed.
 var (
 	// ErrNotBuilt: this binary was built without cgo (or with the nopkcs11
 	// tag), so PKCS #11 modules cannot be loaded.
 	ErrNotBuilt = errors.New("pkcs11: offload was built without cgo (or with the nopkcs11 tag); rebuild with CGO_ENABLED=1 to use PKCS #11 tokens")
-	// ErrTokenUnavailable: the token is gone and did not come back.
-	ErrTokenUnavailable = errors.New("token unavailable")
+	// ErrTokenUnavailable: the token is known but cannot be reached now:
+	// removed, failing, or configured and not present yet.
+	ErrTokenUnavailable error = &sentinel{"token unavailable", provider.ErrUnavailable}
 	// ErrNotFound: no token or object matches a URI.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound error = &sentinel{"not found", provider.ErrNotFound}
 	// ErrAmbiguous: more than one token or object matches a URI that must
 	// name one.
 	ErrAmbiguous = errors.New("ambiguous")
@@ -59,7 +68,22 @@ var (
 	ErrPoolExhausted = errors.New("session pool exhausted")
 	// ErrUnsupported: the token does not offer what was asked.
 	ErrUnsupported = errors.New("unsupported")
+	// ErrClosed: the provider was closed.
+	ErrClosed = provider.ErrClosed
 )
+
+// errPending marks the error of a token that is configured but not
+// attached.
+var errPending = errors.New("configured but not present")
+
+// sentinel is an error that also matches a provider package sentinel.
+type sentinel struct {
+	msg  string
+	also error
+}
+
+func (s *sentinel) Error() string        { return s.msg }
+func (s *sentinel) Is(target error) bool { return target == s.also }
 
 // Error is a failed PKCS #11 operation: what was asked, of which token,
 // the return value and its class.
@@ -74,21 +98,25 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	inner := ""
+	if e.Err != nil && (e.Name == "" || !errors.Is(e.Err, errModule)) {
+		inner = strings.TrimPrefix(e.Err.Error(), "pkcs11: ")
+	}
 	s := "pkcs11: " + e.Op
-	if e.What != "" {
+	if e.What != "" && !strings.Contains(inner, e.What) {
 		s += " " + e.What
 	}
-	if e.Token != "" {
-		s += fmt.Sprintf(" on token %q", e.Token)
+	if on := fmt.Sprintf(" on token %q", e.Token); e.Token != "" && !strings.Contains(inner, on) {
+		s += on
 	}
 	if e.Name != "" {
 		s += ": " + e.Name
 	}
-	if hint := classHint(e); hint != "" {
+	if hint := classHint(e); hint != "" && !strings.Contains(inner, hint) {
 		s += " (" + hint + ")"
 	}
-	if e.Err != nil && (e.Name == "" || !errors.Is(e.Err, errModule)) {
-		s += ": " + e.Err.Error()
+	if inner != "" {
+		s += ": " + inner
 	}
 	return s
 }
@@ -100,10 +128,14 @@ func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrPINRejected:
 		return e.Class == ClassPIN
-	case ErrTokenUnavailable:
+	case ErrTokenUnavailable, provider.ErrUnavailable:
 		return e.Class == ClassDevice
 	case ErrUnsupported:
 		return e.Class == ClassUnsupported
+	case ErrNotFound, provider.ErrNotFound:
+		return e.Class == ClassNotFound
+	case provider.ErrClosed:
+		return e.Class == ClassClosed
 	}
 	return false
 }
@@ -116,6 +148,9 @@ func classHint(e *Error) string {
 	case ClassPIN:
 		return "the PIN is not tried again: tokens lock after a few wrong PINs"
 	case ClassDevice:
+		if errors.Is(e.Err, errPending) {
+			return "the token is configured but not attached; it is attached when it appears"
+		}
 		return "the token is gone or failing"
 	case ClassUnsupported:
 		return "the token does not offer this"

@@ -85,7 +85,7 @@ func findKey(a api, h pkcs11.SessionHandle, u *uri.URI, label string) (*keyRef, 
 	}
 	switch len(objs) {
 	case 0:
-		return nil, &Error{Op: "find key", Token: label, What: u.String(), Class: ClassOther,
+		return nil, &Error{Op: "find key", Token: label, What: u.String(), Class: ClassNotFound,
 			Err: fmt.Errorf("%w: no private key has this id/label", ErrNotFound)}
 	case 1:
 	default:
@@ -300,7 +300,7 @@ func (p *Provider) generate(ctx context.Context, t *token, kt KeyType, u *uri.UR
 	default:
 		return nil, fmt.Errorf("pkcs11: unknown key type %q", kt)
 	}
-	if _, ok := t.mechs[mech]; !ok {
+	if _, ok := t.capsOf().mechs[mech]; !ok {
 		return nil, &Error{Op: "generate " + string(kt), Token: t.label(), Class: ClassUnsupported,
 			Err: fmt.Errorf("%w: the token lacks %s", ErrUnsupported, mechName(mech))}
 	}
@@ -330,9 +330,33 @@ func (p *Provider) generate(ctx context.Context, t *token, kt KeyType, u *uri.UR
 	return p.newSigner(t, ref, k, !persistent), nil
 }
 
-// Generate makes a key pair of type kt on the one token u names, stored
-// under u's label and id (a random id when u has none).
-func (p *Provider) Generate(ctx context.Context, u *uri.URI, kt KeyType) (crypto.Signer, error) {
+// parseKeyRef parses a key reference and enters the gate for op; the
+// caller calls done when finished.
+func (p *Provider) parseKeyRef(op, ref string) (*uri.URI, error) {
+	u, err := uri.Parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.c.enter(op, u.String()); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Generate makes a key pair of type kt on the one token the pkcs11: URI
+// ref names, stored under its label and id (a random id when it has
+// none). ctx bounds the wait for a session; the generation itself, once
+// the module runs it, cannot be interrupted (RSA-4096 takes seconds).
+func (p *Provider) Generate(ctx context.Context, ref string, kt KeyType) (crypto.Signer, error) {
+	u, err := p.parseKeyRef("generate "+string(kt), ref)
+	if err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
+	return p.generateURI(ctx, u, kt)
+}
+
+func (p *Provider) generateURI(ctx context.Context, u *uri.URI, kt KeyType) (crypto.Signer, error) {
 	if !u.HasObject() {
 		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
 	}
@@ -352,7 +376,7 @@ func (p *Provider) oneToken(u *uri.URI) (*token, error) {
 	ts := p.tokensFor(u)
 	switch len(ts) {
 	case 0:
-		return nil, &Error{Op: "find token", What: u.String(), Class: ClassOther,
+		return nil, &Error{Op: "find token", What: u.String(), Class: ClassNotFound,
 			Err: fmt.Errorf("%w: no token of this provider matches (tokens: %s)", ErrNotFound, describeAll(p.Tokens()))}
 	case 1:
 		return ts[0], nil
@@ -366,10 +390,18 @@ func (p *Provider) oneToken(u *uri.URI) (*token, error) {
 		Err: fmt.Errorf("%w: %d tokens match (%s); add token= or serial=", ErrAmbiguous, len(ts), describeAll(descs))}
 }
 
-// Import stores a private key (and its public half) on the one token u
-// names, as a sensitive, non-extractable token object: afterwards only
-// the token can use it. It returns a signer for the stored key.
-func (p *Provider) Import(ctx context.Context, u *uri.URI, key crypto.PrivateKey) (crypto.Signer, error) {
+// Import stores a private key (and its public half) on the one token the
+// URI ref names, as a sensitive, non-extractable token object: afterwards
+// only the token can use it. It returns a signer for the stored key.
+func (p *Provider) Import(ctx context.Context, ref string, key crypto.PrivateKey) (crypto.Signer, error) {
+	u, err := p.parseKeyRef("import key", ref)
+	if err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
+	if key == nil {
+		return nil, errors.New("pkcs11: import key: no key given")
+	}
 	if !u.HasObject() {
 		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
 	}
@@ -377,17 +409,17 @@ func (p *Provider) Import(ctx context.Context, u *uri.URI, key crypto.PrivateKey
 	if err != nil {
 		return nil, err
 	}
-	ref := &uri.URI{ID: u.ID, Object: u.Object}
-	if ref.ID == nil {
-		ref.ID = newKeyID()
+	kref := &uri.URI{ID: u.ID, Object: u.Object}
+	if kref.ID == nil {
+		kref.ID = newKeyID()
 	}
 	priv, pub, err := importTemplates(key)
 	if err != nil {
 		return nil, err
 	}
-	common := []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true), pkcs11.NewAttribute(pkcs11.CKA_ID, ref.ID)}
-	if ref.Object != "" {
-		common = append(common, pkcs11.NewAttribute(pkcs11.CKA_LABEL, ref.Object))
+	common := []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_TOKEN, true), pkcs11.NewAttribute(pkcs11.CKA_ID, kref.ID)}
+	if kref.Object != "" {
+		common = append(common, pkcs11.NewAttribute(pkcs11.CKA_LABEL, kref.Object))
 	}
 	priv = append(append(priv, common...),
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PRIVATE_KEY),
@@ -399,11 +431,11 @@ func (p *Provider) Import(ctx context.Context, u *uri.URI, key crypto.PrivateKey
 		pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_PUBLIC_KEY),
 		pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true))
 	var k *keyRef
-	err = t.do(ctx, "import key", ref.String(), func(h pkcs11.SessionHandle) error {
+	err = t.do(ctx, "import key", kref.String(), func(h pkcs11.SessionHandle) error {
 		if objs, err := findObjects(p.c.api, h, keyTemplate(pkcs11.CKO_PRIVATE_KEY, u), 1); err != nil {
 			return err
 		} else if len(objs) > 0 {
-			return &Error{Op: "import key", Token: t.label(), What: ref.String(), Class: ClassOther,
+			return &Error{Op: "import key", Token: t.label(), What: kref.String(), Class: ClassOther,
 				Err: errors.New("a private key with this id/label already exists; delete it first or choose another")}
 		}
 		pubH, err := p.c.api.CreateObject(h, pub)
@@ -488,9 +520,14 @@ func importTemplates(key crypto.PrivateKey) (priv, pub []*pkcs11.Attribute, err 
 	return priv, pub, nil
 }
 
-// List describes the key pairs on the tokens u selects whose id and label
-// match u.
-func (p *Provider) List(ctx context.Context, u *uri.URI) ([]KeyInfo, error) {
+// List describes the key pairs on the tokens the URI ref selects whose id
+// and label match it.
+func (p *Provider) List(ctx context.Context, ref string) ([]KeyInfo, error) {
+	u, err := p.parseKeyRef("list keys", ref)
+	if err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
 	var out []KeyInfo
 	for _, t := range p.tokensFor(u) {
 		err := t.do(ctx, "list keys", u.String(), func(h pkcs11.SessionHandle) error {
@@ -522,10 +559,15 @@ func (p *Provider) List(ctx context.Context, u *uri.URI) ([]KeyInfo, error) {
 	return out, nil
 }
 
-// Delete destroys the key pair u names on the one token it selects: the
-// private key, the public key and certificates sharing its id. It returns
-// the number of objects destroyed.
-func (p *Provider) Delete(ctx context.Context, u *uri.URI) (int, error) {
+// Delete destroys the key pair the URI ref names on the one token it
+// selects: the private key, the public key and certificates sharing its
+// id. It returns the number of objects destroyed.
+func (p *Provider) Delete(ctx context.Context, ref string) (int, error) {
+	u, err := p.parseKeyRef("delete key", ref)
+	if err != nil {
+		return 0, err
+	}
+	defer p.c.exit()
 	if !u.HasObject() {
 		return 0, fmt.Errorf("pkcs11: %s names no key: give object= and/or id= (nothing was deleted)", u)
 	}
@@ -563,8 +605,13 @@ func (p *Provider) Delete(ctx context.Context, u *uri.URI) (int, error) {
 	return n, err
 }
 
-// PublicKey returns the public key of the key pair u names.
-func (p *Provider) PublicKey(ctx context.Context, u *uri.URI) (crypto.PublicKey, error) {
+// PublicKey returns the public key of the key pair the URI ref names.
+func (p *Provider) PublicKey(ctx context.Context, ref string) (crypto.PublicKey, error) {
+	u, err := p.parseKeyRef("read public key", ref)
+	if err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
 	s, err := p.openSignerURI(ctx, u)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,16 @@ var mechTable = []mechRow{
 	{alg: "ecdh-p384", mech: pkcs11.CKM_ECDH1_DERIVE, keySize: 384, need: []uint{pkcs11.CKM_EC_KEY_PAIR_GEN}, ops: provider.OpDerive},
 }
 
+// tokenCaps is what a token offers: its mechanisms and the catalog
+// algorithms they cover. It is replaced whole when the token attaches.
+type tokenCaps struct {
+	mechs map[uint]pkcs11.MechanismInfo
+	caps  []capEntry
+}
+
+// capsOf returns what t offers now (empty before it attaches).
+func (t *token) capsOf() *tokenCaps { return t.caps.Load() }
+
 // capEntry is one algorithm a token offers and the mechanism behind it.
 type capEntry struct {
 	provider.Capability
@@ -56,7 +66,8 @@ func (t *token) readMechanisms() {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	slot, _, desc := t.state()
-	t.mechs = map[uint]pkcs11.MechanismInfo{}
+	tc := &tokenCaps{mechs: map[uint]pkcs11.MechanismInfo{}}
+	defer t.caps.Store(tc)
 	list, err := t.p.api.GetMechanismList(slot)
 	if err != nil {
 		t.p.log.Warn("token lists no mechanisms", "token", desc.Label, "err", err)
@@ -65,49 +76,51 @@ func (t *token) readMechanisms() {
 	for _, mech := range list {
 		info, err := t.p.api.GetMechanismInfo(slot, []*pkcs11.Mechanism{mech})
 		if err == nil {
-			t.mechs[mech.Mechanism] = info
+			tc.mechs[mech.Mechanism] = info
 		}
 	}
-	t.caps = nil
 	for _, row := range mechTable {
-		info, ok := t.mechs[row.mech]
-		if !ok || !inRange(row.keySize, info) {
-			continue
+		if c, ok := row.capability(tc.mechs); ok {
+			tc.caps = append(tc.caps, c)
 		}
-		missing := false
-		for _, n := range row.need {
-			if _, ok := t.mechs[n]; !ok {
-				missing = true
-			}
-		}
-		if missing {
-			continue
-		}
-		c := capEntry{Capability: provider.Capability{Algorithm: row.alg, Ops: row.ops, Flags: row.flags},
-			Mechanism: mechName(row.mech), Info: info}
-		if info.Flags&pkcs11.CKF_HW != 0 {
-			c.Flags |= provider.FlagHardware
-		}
-		for _, gen := range row.gen {
-			if gi, ok := t.mechs[gen]; ok && inRange(row.keySize, gi) {
-				c.Ops |= provider.OpGenerate
-			}
-		}
-		t.caps = append(t.caps, c)
 	}
-	if t.offers("aes128-gcm", provider.OpSeal) || t.offers("aes256-gcm", provider.OpSeal) {
+	if tc.offers("aes128-gcm", provider.OpSeal) || tc.offers("aes256-gcm", provider.OpSeal) {
 		if err := t.gcmSelfTest(); err != nil {
 			t.p.log.Warn("token's AES-GCM failed the known-answer test; not using it", "token", desc.Label, "err", err)
-			caps := t.caps[:0]
-			for _, c := range t.caps {
+			caps := tc.caps[:0]
+			for _, c := range tc.caps {
 				if c.Algorithm == "aes128-gcm" || c.Algorithm == "aes256-gcm" {
 					continue
 				}
 				caps = append(caps, c)
 			}
-			t.caps = caps
+			tc.caps = caps
 		}
 	}
+}
+
+// capability maps the row onto the token's mechanisms, if they cover it.
+func (row *mechRow) capability(mechs map[uint]pkcs11.MechanismInfo) (capEntry, bool) {
+	info, ok := mechs[row.mech]
+	if !ok || !inRange(row.keySize, info) {
+		return capEntry{}, false
+	}
+	for _, n := range row.need {
+		if _, ok := mechs[n]; !ok {
+			return capEntry{}, false
+		}
+	}
+	c := capEntry{Capability: provider.Capability{Algorithm: row.alg, Ops: row.ops, Flags: row.flags},
+		Mechanism: mechName(row.mech), Info: info}
+	if info.Flags&pkcs11.CKF_HW != 0 {
+		c.Flags |= provider.FlagHardware
+	}
+	for _, gen := range row.gen {
+		if gi, ok := mechs[gen]; ok && inRange(row.keySize, gi) {
+			c.Ops |= provider.OpGenerate
+		}
+	}
+	return c, true
 }
 
 func inRange(size uint, info pkcs11.MechanismInfo) bool {
@@ -121,8 +134,10 @@ func inRange(size uint, info pkcs11.MechanismInfo) bool {
 	return info.MinKeySize <= size && size <= info.MaxKeySize
 }
 
-func (t *token) offers(alg string, ops provider.Op) bool {
-	for _, c := range t.caps {
+func (t *token) offers(alg string, ops provider.Op) bool { return t.capsOf().offers(alg, ops) }
+
+func (tc *tokenCaps) offers(alg string, ops provider.Op) bool {
+	for _, c := range tc.caps {
 		if c.Algorithm == alg && c.Ops&ops == ops {
 			return true
 		}
@@ -136,7 +151,7 @@ func unionCaps(tokens []*token) []provider.Capability {
 	idx := map[string]int{}
 	var out []provider.Capability
 	for _, t := range tokens {
-		for _, c := range t.caps {
+		for _, c := range t.capsOf().caps {
 			i, ok := idx[c.Algorithm]
 			if !ok {
 				idx[c.Algorithm] = len(out)
@@ -156,7 +171,7 @@ func (p *Provider) Mechanisms() []MechanismCapability {
 	var out []MechanismCapability
 	for _, t := range p.tokens {
 		label := t.label()
-		for _, c := range t.caps {
+		for _, c := range t.capsOf().caps {
 			out = append(out, MechanismCapability{Token: label, Algorithm: c.Algorithm, Mechanism: c.Mechanism,
 				MinKeySize: c.Info.MinKeySize, MaxKeySize: c.Info.MaxKeySize,
 				Hardware: c.Info.Flags&pkcs11.CKF_HW != 0, Ops: c.Ops.String()})
@@ -170,7 +185,7 @@ func (p *Provider) RawMechanisms() map[string][]string {
 	out := map[string][]string{}
 	for _, t := range p.tokens {
 		var names []string
-		for m := range t.mechs {
+		for m := range t.capsOf().mechs {
 			names = append(names, mechName(m))
 		}
 		sort.Strings(names)

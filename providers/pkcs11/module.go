@@ -3,6 +3,8 @@
 package pkcs11
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -31,6 +33,63 @@ type module struct {
 	ownsInit     bool          // false when another user had initialized it
 	libraryDesc  uri.TokenInfo // library fields of uri.TokenInfo
 	reinitPeriod time.Duration
+
+	loginMu sync.Mutex
+	logins  map[string][]byte // token key -> tag of the PIN that logged it in
+}
+
+// pinTag is a process-keyed digest of a PIN, kept in memory only, to
+// notice that a PIN source changed while the token stayed logged in.
+func pinTag(pin string) []byte {
+	m := hmac.New(sha256.New, processKey())
+	m.Write([]byte(pin))
+	return m.Sum(nil)
+}
+
+// loggedIn records the PIN that logged the token in.
+func (m *module) loggedIn(t *token, pin string) {
+	_, _, d := t.state()
+	m.loginMu.Lock()
+	defer m.loginMu.Unlock()
+	if m.logins == nil {
+		m.logins = map[string][]byte{}
+	}
+	m.logins[tokenKey(m.path, d.Label, d.Serial)] = pinTag(pin)
+}
+
+// checkLoggedInPIN refuses a token whose PIN differs from the one that
+// logged it in, in this process, while it is still logged in (PKCS #11
+// logs in the whole application, so the new PIN would never be checked
+// and a wrong one would go unnoticed until the next start). The new PIN
+// is not sent: a wrong one would spend one of the token's tries.
+func (c *core) checkLoggedInPIN(t *token) error {
+	t.mu.Lock()
+	pin, src, d := t.pin, t.pinSrc, t.desc
+	t.mu.Unlock()
+	m := c.mod
+	m.loginMu.Lock()
+	tag, ok := m.logins[tokenKey(m.path, d.Label, d.Serial)]
+	m.loginMu.Unlock()
+	if !ok || pin == "" || hmac.Equal(tag, pinTag(pin)) || !c.stillLoggedIn(d.SlotID) {
+		return nil
+	}
+	return &Error{Op: "log in", Token: d.Label, Class: ClassPIN, Err: fmt.Errorf(
+		"the PIN from %s differs from the one the token is logged in with in this process; it is not sent while that login lasts "+
+			"(a wrong PIN would spend one of the token's tries): restore the PIN source, or restart to log in with the new PIN", src)}
+}
+
+// stillLoggedIn opens a session on the slot to see whether the
+// application is logged in.
+func (c *core) stillLoggedIn(slot uint) bool {
+	c.mod.mu.RLock()
+	defer c.mod.mu.RUnlock()
+	h, err := c.api.OpenSession(slot, pkcs11.CKF_SERIAL_SESSION)
+	if err != nil {
+		return false
+	}
+	defer c.api.CloseSession(h)
+	info, err := c.api.GetSessionInfo(h)
+	return err == nil && (info.State == pkcs11.CKS_RO_USER_FUNCTIONS || info.State == pkcs11.CKS_RW_USER_FUNCTIONS)
 }
 
 var modules = struct {

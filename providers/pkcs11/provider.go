@@ -7,18 +7,16 @@ import (
 	"context"
 	"crypto"
 	"crypto/cipher"
-	"errors"
 	"fmt"
 	"github.com/offload/offload/providers/pkcs11/uri"
 	"log/slog"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/miekg/pkcs11"
 	"github.com/offload/offload/provider"
 )
 
@@ -32,14 +30,19 @@ type core struct {
 	api    api
 	log    *slog.Logger
 	tokens []*token
+	root   *Provider
+	guard  *pinGuard
 
-	closed atomic.Bool
+	gate *gate // calls in flight; Close waits for them
 	// freshModule: this provider's Open initialized the module.
 	freshModule bool
-	stop        chan struct{}
+	stop        chan struct{} // closed when Close begins
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
 	closeErr    error
+
+	hookMu sync.Mutex
+	hooks  []func() // NotifyChange callbacks
 }
 
 // Provider offers the keys, signers, AEADs and key agreement of one
@@ -49,7 +52,7 @@ type Provider struct {
 	c      *core
 	name   string
 	tokens []*token // the tokens of this view
-	caps   []provider.Capability
+	caps   atomic.Pointer[[]provider.Capability]
 	root   bool
 }
 
@@ -62,255 +65,23 @@ var (
 	_ provider.SignerProvider       = (*Provider)(nil)
 	_ provider.KeyGenerator         = (*Provider)(nil)
 	_ provider.KeyAgreementProvider = (*Provider)(nil)
+	_ provider.ChangeNotifier       = (*Provider)(nil)
+	_ provider.PendingReporter      = (*Provider)(nil)
+	_ provider.PoolReporter         = (*Provider)(nil)
+	_ provider.Excluder             = (*Provider)(nil)
+
+	_ provider.KeyAgreementContextProvider = (*Provider)(nil)
 )
-
-// Open loads the module, finds the tokens cfg selects (before any login),
-// logs in to each once and reads what each offers. A wrong PIN fails Open
-// and is not tried again.
-func Open(cfg Config) (*Provider, error) {
-	sels, err := parseSelectors(cfg.Tokens)
-	if err != nil {
-		return nil, err
-	}
-	modName := cfg.ModulePath
-	for _, s := range sels {
-		if modName == "" {
-			modName = s.Module()
-		}
-	}
-	if modName == "" {
-		return nil, errors.New("pkcs11: no module given (Config.ModulePath, or module-path/module-name in a token URI)")
-	}
-	path, err := ResolveModule(modName)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range sels {
-		if m := s.Module(); m != "" && !sameModule(m, path) {
-			return nil, fmt.Errorf("pkcs11: token URI %s names module %s, but this provider loads %s", s, m, path)
-		}
-	}
-	mod, fresh, err := openModule(path)
-	if err != nil {
-		return nil, err
-	}
-	c := &core{cfg: cfg, mod: mod, api: mod.ctx, log: cfg.logger(), stop: make(chan struct{}), freshModule: fresh}
-	if cfg.Faults != nil {
-		c.api = cfg.Faults.wrap(c.api)
-	}
-	if cfg.testHooks != nil && cfg.testHooks.wrap != nil {
-		c.api = cfg.testHooks.wrap(c.api)
-	}
-	if err := c.attach(sels); err != nil {
-		c.close()
-		return nil, err
-	}
-	every := cfg.HealthInterval
-	if every == 0 {
-		every = DefaultHealthInterval
-	}
-	if every > 0 {
-		for _, t := range c.tokens {
-			c.wg.Add(1)
-			go func() { defer c.wg.Done(); t.probeLoop(c.stop, every) }()
-		}
-	}
-	return c.view(cfg.name(), c.tokens, true), nil
-}
-
-// OpenURI opens a provider for the one token a URI names, with the URI's
-// module and PIN attributes; opts may set anything else (its Tokens are
-// replaced).
-func OpenURI(s string, opts Config) (*Provider, error) {
-	u, err := uri.Parse(s)
-	if err != nil {
-		return nil, err
-	}
-	opts.Tokens = []*uri.URI{u.TokenOnly()}
-	return Open(opts)
-}
-
-func parseSelectors(uris []*uri.URI) ([]*uri.URI, error) {
-	if len(uris) == 0 {
-		return []*uri.URI{{}}, nil
-	}
-	out := make([]*uri.URI, 0, len(uris))
-	for _, u := range uris {
-		if u == nil {
-			return nil, errors.New("pkcs11: nil token URI in Config.Tokens")
-		}
-		if u.HasObject() {
-			return nil, fmt.Errorf("pkcs11: token URI %s names an object; a provider is configured with tokens only", u)
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
-func sameModule(name, path string) bool {
-	if p, err := ResolveModule(name); err == nil {
-		a, errA := filepath.EvalSymlinks(p)
-		b, errB := filepath.EvalSymlinks(path)
-		return errA == nil && errB == nil && a == b
-	}
-	return false
-}
-
-// attach chooses the tokens, logs in and reads mechanisms.
-func (c *core) attach(sels []*uri.URI) error {
-	descs, err := c.scan(sels)
-	if err != nil {
-		return err
-	}
-	chosen := map[uint]bool{}
-	for _, sel := range sels {
-		n := 0
-		for _, d := range descs {
-			if !sel.MatchesToken(d) {
-				continue
-			}
-			n++
-			if chosen[d.SlotID] {
-				continue
-			}
-			chosen[d.SlotID] = true
-			t, err := c.newToken(sel, d)
-			if err != nil {
-				return err
-			}
-			c.tokens = append(c.tokens, t)
-		}
-		if n == 0 {
-			return &Error{Op: "find token", What: sel.String(), Class: ClassDevice,
-				Err: fmt.Errorf("%w: no token matches (present: %s)", ErrNotFound, describeAll(descs))}
-		}
-	}
-	byLabel := map[string]*token{}
-	for _, t := range c.tokens {
-		byLabel[t.desc.Label] = t
-	}
-	for _, t := range c.tokens {
-		fo := c.cfg.Failover[t.desc.Label]
-		if t.sel.FailoverToken != "" {
-			fo = t.sel.FailoverToken
-		}
-		if fo == "" {
-			continue
-		}
-		if t.failover = byLabel[fo]; t.failover == nil || t.failover == t {
-			return fmt.Errorf("pkcs11: failover token %q of token %q is not among the provider's tokens", fo, t.desc.Label)
-		}
-	}
-	return nil
-}
-
-// scan lists the module's tokens. When a selector matches none and the
-// module was initialized before (by another provider in this process), it
-// reinitializes the module once and lists again: SoftHSM and some HSMs
-// show tokens created after C_Initialize only to a new C_Initialize.
-func (c *core) scan(sels []*uri.URI) ([]uri.TokenInfo, error) {
-	c.mod.mu.RLock()
-	gen := c.mod.gen.Load()
-	descs, err := listTokens(c.api, c.mod.libraryDesc)
-	c.mod.mu.RUnlock()
-	if err != nil || !c.mod.ownsInit || c.freshModule {
-		return descs, err
-	}
-	for _, sel := range sels {
-		n := 0
-		for _, d := range descs {
-			if sel.MatchesToken(d) {
-				n++
-			}
-		}
-		if n == 0 {
-			c.log.Info("token not found; reinitializing the module to rescan", "token", sel.String())
-			if err := c.mod.reinitialize(gen); err != nil {
-				return nil, err
-			}
-			c.mod.mu.RLock()
-			defer c.mod.mu.RUnlock()
-			return listTokens(c.api, c.mod.libraryDesc)
-		}
-	}
-	return descs, nil
-}
-
-func describeAll(descs []uri.TokenInfo) string {
-	if len(descs) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(descs))
-	for i, d := range descs {
-		parts[i] = d.Describe()
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (c *core) newToken(sel *uri.URI, d uri.TokenInfo) (*token, error) {
-	pin, err := c.cfg.resolvePIN(sel, d.Label)
-	if err != nil {
-		return nil, fmt.Errorf("pkcs11: PIN for token %q: %w", d.Label, err)
-	}
-	ti, tiErr := c.api.GetTokenInfo(d.SlotID)
-	if tiErr == nil && ti.Flags&pkcs11.CKF_LOGIN_REQUIRED != 0 && pin == "" {
-		return nil, fmt.Errorf("pkcs11: token %q needs a PIN: give pin-source or pin-value in its URI, Config.PINSource, or $%s",
-			d.Label, PINEnv)
-	}
-	max := c.cfg.MaxSessions
-	if sel.MaxSessions > 0 {
-		max = sel.MaxSessions
-	}
-	if max <= 0 {
-		max = DefaultMaxSessions
-		// A token that states a finite session limit below the default gets
-		// its own limit (0 is CK_EFFECTIVELY_INFINITE, all ones unknown).
-		if n := ti.MaxSessionCount; tiErr == nil && n > 0 && n < uint(max) {
-			max = int(n)
-		}
-	}
-	wait := c.cfg.WaitTimeout
-	if wait <= 0 {
-		wait = DefaultWaitTimeout
-	}
-	t := &token{p: c, sel: sel, pin: pin, slot: d.SlotID, desc: d, sem: make(chan struct{}, max), wait: wait}
-	// Log in once, now, so a wrong PIN fails Open instead of the first use.
-	s, err := t.get(context.Background(), false)
-	if err != nil {
-		return nil, err
-	}
-	t.put(s)
-	t.readMechanisms()
-	return t, nil
-}
 
 func (c *core) view(name string, tokens []*token, root bool) *Provider {
 	p := &Provider{c: c, name: name, tokens: tokens, root: root}
-	p.caps = unionCaps(tokens)
+	caps := unionCaps(tokens)
+	p.caps.Store(&caps)
 	return p
 }
 
-func (c *core) close() error {
-	c.closeOnce.Do(func() {
-		c.closed.Store(true)
-		close(c.stop)
-		c.wg.Wait()
-		c.mod.mu.RLock()
-		for _, t := range c.tokens {
-			t.mu.Lock()
-			for _, s := range t.idle {
-				if s.gen == c.mod.gen.Load() {
-					_ = c.api.CloseSession(s.h)
-				}
-			}
-			t.idle = nil
-			t.mu.Unlock()
-		}
-		c.mod.mu.RUnlock()
-		c.closeErr = c.mod.release()
-	})
-	return c.closeErr
-}
+// closed reports whether Close has begun.
+func (c *core) closed() bool { return c.gate.state.Load()&closedBit != 0 }
 
 // Name returns the provider's name ("pkcs11" unless configured).
 func (p *Provider) Name() string { return p.name }
@@ -324,7 +95,7 @@ func (p *Provider) Kind() provider.Kind { return provider.KindHardware }
 
 // Capabilities lists the catalog algorithms the tokens' mechanisms cover.
 func (p *Provider) Capabilities() []provider.Capability {
-	return append([]provider.Capability(nil), p.caps...)
+	return append([]provider.Capability(nil), *p.caps.Load()...)
 }
 
 // Identity keys calibration results: module, and each token's label,
@@ -339,8 +110,12 @@ func (p *Provider) Identity() string {
 	return b.String()
 }
 
-// Close logs out, closes every session and finalizes the module when no
-// other provider uses it. Closing a narrowed view does nothing.
+// Close refuses new calls (they fail with ErrClosed), waits up to
+// Config.CloseTimeout for the calls in flight, closes the idle sessions
+// and finalizes the module when no other provider uses it. Signers,
+// AEADs and key agreements of the provider return ErrClosed afterwards;
+// nothing of theirs reaches the module. Closing a narrowed view does
+// nothing.
 func (p *Provider) Close() error {
 	if !p.root {
 		return nil
@@ -409,14 +184,67 @@ func (p *Provider) Narrow(spec string) (provider.Provider, error) {
 	return p.c.view(p.name, ts, false), nil
 }
 
-// Unwrap-free accessors used by the registry's optional interfaces follow.
+// Exclude answers a deny entry naming some of the provider's tokens
+// ("pkcs11:token=web") with a view without them (see provider.Excluder).
+func (p *Provider) Exclude(spec string) (provider.Provider, bool) {
+	named := p.matching(spec)
+	if len(named) == 0 || len(named) == len(p.tokens) {
+		return p, false
+	}
+	var rest []*token
+	for _, t := range p.tokens {
+		if !slices.Contains(named, t) {
+			rest = append(rest, t)
+		}
+	}
+	return p.c.view(p.name, rest, false), true
+}
+
+// NotifyChange registers f to be called when the provider's capabilities
+// change: a pending token attached (see provider.ChangeNotifier).
+func (p *Provider) NotifyChange(f func()) {
+	p.c.hookMu.Lock()
+	p.c.hooks = append(p.c.hooks, f)
+	p.c.hookMu.Unlock()
+}
+
+// Pending describes the tokens of this view that are configured but not
+// attached, and why (see Config.AllowMissing).
+func (p *Provider) Pending() []string {
+	var out []string
+	for _, t := range p.tokens {
+		if !t.isPending() {
+			continue
+		}
+		err := t.usable()
+		out = append(out, fmt.Sprintf("token %s not attached: %v", t.sel, trimPrefix(err)))
+	}
+	return out
+}
+
+// PoolStats reports each token's session pool (see provider.PoolReporter).
+func (p *Provider) PoolStats() []provider.PoolStats {
+	out := make([]provider.PoolStats, len(p.tokens))
+	for i, t := range p.tokens {
+		h := t.health()
+		out[i] = provider.PoolStats{Provider: p.name, Pool: h.Token.Label, Up: h.Up, InUse: h.InUse, Idle: h.Idle,
+			Max: h.Max, Waits: t.waits.Load(), Timeouts: t.timeouts.Load(), WaitTime: time.Duration(t.waitNS.Load()),
+			Recoveries: h.Recoveries}
+	}
+	return out
+}
 
 // NewAEAD returns an AES-GCM AEAD whose key is imported into a token as a
 // session (non-token), sensitive object. The AEAD holds one session for
 // its life; Close (provider.Release) frees the session and the key.
 // Instances are spread over the tokens that offer the algorithm, least in
-// use first.
+// use first. The AEAD implements provider.FallibleAEAD and
+// provider.Provenancer.
 func (p *Provider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
+	if err := p.c.enter("import AES key", ""); err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
 	return p.newGCM(alg, key)
 }
 
@@ -439,7 +267,12 @@ func (p *Provider) CanOpen(ref string) bool {
 // The token is matched by the URI's token attributes, then the key by id
 // and/or label; none or several matches are errors naming what was asked.
 // The key never leaves the token and there is no software fallback.
+// ctx bounds the wait for a session and the recovery of a lost token.
 func (p *Provider) Signer(ctx context.Context, ref string) (crypto.Signer, error) {
+	if err := p.c.enter("open key", provider.RedactRef(ref)); err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
 	return p.openSigner(ctx, ref)
 }
 
@@ -451,23 +284,33 @@ func (p *Provider) GenerateSigner(ctx context.Context, alg *provider.Algorithm, 
 	if err != nil {
 		return nil, err
 	}
-	if ref == "" {
-		t, err := p.pickToken(alg.Name, provider.OpSign)
-		if err != nil {
-			return nil, err
-		}
-		return p.generate(ctx, t, kt, nil)
+	if ref != "" {
+		return p.Generate(ctx, ref, kt)
 	}
-	u, err := uri.Parse(ref)
+	if err := p.c.enter("generate "+string(kt), ""); err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
+	t, err := p.pickToken(alg.Name, provider.OpSign)
 	if err != nil {
 		return nil, err
 	}
-	return p.Generate(ctx, u, kt)
+	return p.generate(ctx, t, kt, nil)
 }
 
-// NewKeyAgreement makes an ephemeral EC key pair on a token for ECDH.
+// NewKeyAgreement makes an ephemeral EC key pair on a token for ECDH,
+// waiting at most Config.Deadline.
 func (p *Provider) NewKeyAgreement(alg *provider.Algorithm) (provider.KeyAgreement, error) {
-	return p.newECDH(alg)
+	return p.NewKeyAgreementContext(context.Background(), alg)
+}
+
+// NewKeyAgreementContext is NewKeyAgreement bounded by ctx as well.
+func (p *Provider) NewKeyAgreementContext(ctx context.Context, alg *provider.Algorithm) (provider.KeyAgreement, error) {
+	if err := p.c.enter("generate ECDH key", alg.Name); err != nil {
+		return nil, err
+	}
+	defer p.c.exit()
+	return p.newECDH(ctx, alg)
 }
 
 // tokensFor returns the tokens whose attributes match u.
@@ -525,7 +368,7 @@ func (p *Provider) noToken(op, alg string, ops provider.Op) error {
 	if len(labels) > 1 {
 		which = "tokens " + strings.Join(labels, ", ")
 	}
-	return &Error{Op: op, Class: class, Err: fmt.Errorf("%s offering %s unavailable: %w", which, alg, cause)}
+	return &Error{Op: op, Class: class, Err: fmt.Errorf("%s offering %s unavailable: %w", which, alg, trimPrefix(cause))}
 }
 
 // rankTokens orders the up tokens offering alg by sessions in use.
@@ -538,8 +381,4 @@ func (p *Provider) rankTokens(alg string, ops provider.Op) []*token {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].inUse() < out[j].inUse() })
 	return out
-}
-
-func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }

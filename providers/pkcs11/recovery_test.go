@@ -28,7 +28,7 @@ func faultyKey(t *testing.T, label string) (*Provider, *FaultInjector, crypto.Si
 	t.Helper()
 	f := &FaultInjector{}
 	p, tok := open(t, label, Config{Faults: f})
-	s, err := p.Generate(context.Background(), uri.MustParse(tok.URI("k")), ECDSAP256)
+	s, err := p.Generate(context.Background(), tok.URI("k"), ECDSAP256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestFailover(t *testing.T) {
 	ctx := context.Background()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	for _, tok := range []*softhsmtest.Token{prim, back} {
-		if _, err := p.Import(ctx, uri.MustParse(tok.URI("host")), key); err != nil {
+		if _, err := p.Import(ctx, tok.URI("host"), key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -282,7 +282,7 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p2.Close()
-	if _, err := p2.Generate(ctx, uri.MustParse(other.URI("host")), ECDSAP256); err != nil {
+	if _, err := p2.Generate(ctx, other.URI("host"), ECDSAP256); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := p2.Signer(ctx, "pkcs11:token=primary;object=host")
@@ -303,7 +303,7 @@ func TestFailover(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	p, tok := open(t, "concurrent", Config{MaxSessions: 3})
 	ctx := context.Background()
-	s, err := p.Generate(ctx, uri.MustParse(tok.URI("k")), ECDSAP256)
+	s, err := p.Generate(ctx, tok.URI("k"), ECDSAP256)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/miekg/pkcs11"
+	"github.com/offload/offload/provider"
 	"golang.org/x/crypto/cryptobyte"
 	"golang.org/x/crypto/cryptobyte/asn1"
 )
@@ -46,13 +47,16 @@ type signer struct {
 	cache   atomic.Pointer[handleCache]
 	foCache atomic.Pointer[handleCache]
 	foOnce  sync.Once
+	onFO    atomic.Bool // the last signature was made on the failover token
 	closed  atomic.Bool
 }
 
 var (
-	_ crypto.Signer        = (*signer)(nil)
-	_ crypto.MessageSigner = (*signer)(nil)
-	_ io.Closer            = (*signer)(nil)
+	_ crypto.Signer          = (*signer)(nil)
+	_ crypto.MessageSigner   = (*signer)(nil)
+	_ provider.ContextSigner = (*signer)(nil)
+	_ provider.Provenancer   = (*signer)(nil)
+	_ io.Closer              = (*signer)(nil)
 )
 
 func (p *Provider) newSigner(t *token, sel *uri.URI, k *keyRef, ephemeral bool) *signer {
@@ -123,7 +127,7 @@ func (p *Provider) openSignerURI(ctx context.Context, u *uri.URI) (*signer, erro
 		}
 	}
 	if len(primaries) == 0 {
-		return nil, &Error{Op: "open key", What: u.String(), Class: ClassOther,
+		return nil, &Error{Op: "open key", What: u.String(), Class: ClassNotFound,
 			Err: fmt.Errorf("%w: no token of this provider matches (tokens: %s)", ErrNotFound, describeAll(p.Tokens()))}
 	}
 	type hit struct {
@@ -155,7 +159,7 @@ func (p *Provider) openSignerURI(ctx context.Context, u *uri.URI) (*signer, erro
 		return nil, &Error{Op: "open key", What: u.String(), Class: ClassOther,
 			Err: fmt.Errorf("%w: the key is on %d tokens (%s); add token= or serial=", ErrAmbiguous, len(hits), describeAll(descs))}
 	case len(hits) == 0 && len(errs) == 0:
-		return nil, &Error{Op: "open key", What: u.String(), Class: ClassOther,
+		return nil, &Error{Op: "open key", What: u.String(), Class: ClassNotFound,
 			Err: fmt.Errorf("%w: no private key with this id/label on %d tokens", ErrNotFound, len(primaries))}
 	case len(hits) == 0:
 		return nil, failClosed(errors.Join(errs...))
@@ -183,7 +187,19 @@ func (s *signer) URI() string { return s.what }
 // Sign signs digest with the key on the token: Ed25519 signs the message
 // itself (opts.HashFunc() must be 0), ECDSA returns ASN.1 from the token's
 // r‖s, RSA signs PKCS #1 v1.5 or, with *rsa.PSSOptions, PSS.
-func (s *signer) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+// crypto.Signer.Sign takes no context: the wait for a session, retries
+// and recovery are bounded by Config.Deadline. Use SignContext to bound
+// them by a context of your own.
+func (s *signer) Sign(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	return s.SignContext(context.Background(), rand, digest, opts)
+}
+
+// SignContext is Sign bounded by ctx as well as by Config.Deadline.
+func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if err := s.p.c.enter("sign", s.what); err != nil {
+		return nil, err
+	}
+	defer s.p.c.exit()
 	if opts == nil {
 		opts = crypto.Hash(0)
 	}
@@ -191,7 +207,9 @@ func (s *signer) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	sig, err := s.signRaw(mech, data)
+	ctx, cancel := s.p.c.deadline(ctx)
+	defer cancel()
+	sig, err := s.signRaw(ctx, mech, data)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +234,24 @@ func (s *signer) SignMessage(rand io.Reader, msg []byte, opts crypto.SignerOpts)
 	h := opts.HashFunc().New()
 	h.Write(msg)
 	return s.Sign(rand, h.Sum(nil), opts)
+}
+
+// Provenance says which token holds the key, and whether the last
+// signature was made on its failover token.
+func (s *signer) Provenance() provider.Provenance {
+	t := s.tok
+	pv := provider.Provenance{Provider: s.p.name, Kind: provider.KindHardware}
+	if s.onFO.Load() && t.failover != nil {
+		pv.Fallback, pv.FallbackFrom = true, fmt.Sprintf("token %q", t.label())
+		pv.Detail = "signing on the failover token"
+		t = t.failover
+	}
+	slot, _, d := t.state()
+	pv.Token, pv.Serial, pv.Slot = d.Label, d.Serial, slot
+	if alg := provider.SignatureAlgorithm(s.pub, nil); alg != nil {
+		pv.Algorithm = alg.Name
+	}
+	return pv
 }
 
 func (s *signer) prepare(digest []byte, opts crypto.SignerOpts) ([]*pkcs11.Mechanism, []byte, error) {
@@ -269,17 +305,19 @@ func (s *signer) prepare(digest []byte, opts crypto.SignerOpts) ([]*pkcs11.Mecha
 // signRaw runs the token's signing mechanism, failing over to the
 // failover token when the key's token is lost. Without one, a lost token
 // is an error: the key lives only there.
-func (s *signer) signRaw(mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
+func (s *signer) signRaw(ctx context.Context, mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
 	if s.closed.Load() {
-		return nil, &Error{Op: "sign", What: s.what, Class: ClassOther, Err: errors.New("signer used after Close")}
+		return nil, &Error{Op: "sign", What: s.what, Class: ClassClosed, Err: fmt.Errorf("signer %w", ErrClosed)}
 	}
-	sig, err := s.signOn(s.tok, &s.cache, s.ref, mech, data)
+	sig, err := s.signOn(ctx, s.tok, &s.cache, s.ref, mech, data)
 	if err == nil {
+		s.onFO.Store(false)
 		return sig, nil
 	}
 	if fo := s.tok.failover; fo != nil && !s.ephemeral && ClassOf(err) == ClassDevice {
-		sig, ferr := s.signOn(fo, &s.foCache, s.sel, mech, data)
+		sig, ferr := s.signOn(ctx, fo, &s.foCache, s.sel, mech, data)
 		if ferr == nil {
+			s.onFO.Store(true)
 			s.foOnce.Do(func() {
 				s.p.c.log.Warn("signing on the failover token", "key", s.what, "token", s.tok.label(), "failover", fo.label(), "err", err)
 			})
@@ -290,10 +328,10 @@ func (s *signer) signRaw(mech []*pkcs11.Mechanism, data []byte) ([]byte, error) 
 	return nil, failClosed(err)
 }
 
-func (s *signer) signOn(t *token, cache *atomic.Pointer[handleCache], sel *uri.URI, mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
+func (s *signer) signOn(ctx context.Context, t *token, cache *atomic.Pointer[handleCache], sel *uri.URI, mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
 	var sig []byte
 	a := s.p.c.api
-	err := t.do(context.Background(), "sign", s.what, func(h pkcs11.SessionHandle) error {
+	err := t.do(ctx, "sign", s.what, func(h pkcs11.SessionHandle) error {
 		obj, err := s.handle(t, cache, sel, h)
 		if err != nil {
 			return err
@@ -342,6 +380,10 @@ func (s *signer) Close() error {
 	if s.closed.Swap(true) || !s.ephemeral {
 		return nil
 	}
+	if !s.p.c.gate.enter() {
+		return nil // the session key pair went with the provider's sessions
+	}
+	defer s.p.c.exit()
 	a := s.p.c.api
 	return s.tok.do(context.Background(), "destroy session key", s.what, func(h pkcs11.SessionHandle) error {
 		for _, class := range []uint{pkcs11.CKO_PRIVATE_KEY, pkcs11.CKO_PUBLIC_KEY} {

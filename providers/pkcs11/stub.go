@@ -20,6 +20,9 @@ type Provider struct{}
 // Open fails with ErrNotBuilt: this binary was built without cgo.
 func Open(Config) (*Provider, error) { return nil, ErrNotBuilt }
 
+// OpenContext fails with ErrNotBuilt: this binary was built without cgo.
+func OpenContext(context.Context, Config) (*Provider, error) { return nil, ErrNotBuilt }
+
 // OpenURI fails with ErrNotBuilt: this binary was built without cgo.
 func OpenURI(string, Config) (*Provider, error) { return nil, ErrNotBuilt }
 
@@ -31,16 +34,18 @@ func (*Provider) Describe(io.Writer) error                              { return
 func (*Provider) Tokens() []uri.TokenInfo                               { return nil }
 func (*Provider) Health() []TokenHealth                                 { return nil }
 func (*Provider) Mechanisms() []MechanismCapability                     { return nil }
-func (*Provider) List(context.Context, *uri.URI) ([]KeyInfo, error)     { return nil, ErrNotBuilt }
-func (*Provider) Delete(context.Context, *uri.URI) (int, error)         { return 0, ErrNotBuilt }
+func (*Provider) Pending() []string                                     { return nil }
+func (*Provider) PoolStats() []provider.PoolStats                       { return nil }
+func (*Provider) List(context.Context, string) ([]KeyInfo, error)       { return nil, ErrNotBuilt }
+func (*Provider) Delete(context.Context, string) (int, error)           { return 0, ErrNotBuilt }
 func (*Provider) Signer(context.Context, string) (crypto.Signer, error) { return nil, ErrNotBuilt }
-func (*Provider) PublicKey(context.Context, *uri.URI) (crypto.PublicKey, error) {
+func (*Provider) PublicKey(context.Context, string) (crypto.PublicKey, error) {
 	return nil, ErrNotBuilt
 }
-func (*Provider) Generate(context.Context, *uri.URI, KeyType) (crypto.Signer, error) {
+func (*Provider) Generate(context.Context, string, KeyType) (crypto.Signer, error) {
 	return nil, ErrNotBuilt
 }
-func (*Provider) Import(context.Context, *uri.URI, crypto.PrivateKey) (crypto.Signer, error) {
+func (*Provider) Import(context.Context, string, crypto.PrivateKey) (crypto.Signer, error) {
 	return nil, ErrNotBuilt
 }
 

@@ -27,22 +27,26 @@ type session struct {
 type token struct {
 	p   *core
 	sel *uri.URI // the selector it was chosen by (with its query attributes)
-	pin string
 
-	mu    sync.Mutex
-	slot  uint
-	desc  uri.TokenInfo
-	idle  []session
-	down  error // non-nil while the token is unavailable
-	pinKO error // sticky: the PIN was refused, never sent again
-	epoch uint64
+	mu      sync.Mutex
+	pin     string
+	pinSrc  pinSource // where pin came from, for the PIN guard
+	slot    uint
+	desc    uri.TokenInfo
+	idle    []session
+	down    error // non-nil while the token is unavailable
+	pinKO   error // sticky: the PIN was refused, never sent again
+	pending bool  // configured, never attached (Config.AllowMissing)
+	epoch   uint64
 
-	sem  chan struct{} // one entry per session in use
+	sem  chan struct{} // one entry per session in use; nil until attached
 	held atomic.Int32  // sessions of sem held for life by AEADs
 	wait time.Duration
 
-	mechs map[uint]pkcs11.MechanismInfo
-	caps  []capEntry
+	waits, timeouts atomic.Uint64 // pool waits and the ones that gave up
+	waitNS          atomic.Int64  // total time waited for a session
+
+	caps atomic.Pointer[tokenCaps] // what the token offers, read at attach
 
 	failover     *token
 	firmware     string
@@ -77,8 +81,8 @@ func (t *token) inUse() int { return len(t.sem) }
 
 // usable returns why the token cannot be used now, or nil.
 func (t *token) usable() error {
-	if t.p.closed.Load() {
-		return &Error{Op: "use token", Token: t.label(), Class: ClassOther, Err: errors.New("provider is closed")}
+	if t.p.closed() {
+		return closedErr("use token", "")
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -92,6 +96,9 @@ func (t *token) usable() error {
 // pool has room. It waits up to the wait timeout for room; with block
 // false it does not wait at all.
 func (t *token) get(ctx context.Context, block bool) (session, error) {
+	if err := ctx.Err(); err != nil {
+		return session{}, ctxErr(ctx, "get session", t.label(), "")
+	}
 	select {
 	case t.sem <- struct{}{}:
 	default:
@@ -99,15 +106,8 @@ func (t *token) get(ctx context.Context, block bool) (session, error) {
 			return session{}, &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
 				Err: fmt.Errorf("%w: all %d sessions busy", ErrPoolExhausted, cap(t.sem))}
 		}
-		timer := time.NewTimer(t.wait)
-		defer timer.Stop()
-		select {
-		case t.sem <- struct{}{}:
-		case <-timer.C:
-			return session{}, &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
-				Err: fmt.Errorf("%w: all %d sessions stayed busy for %v", ErrPoolExhausted, cap(t.sem), t.wait)}
-		case <-ctx.Done():
-			return session{}, ctx.Err()
+		if err := t.waitSession(ctx); err != nil {
+			return session{}, err
 		}
 	}
 	gen := t.p.mod.gen.Load()
@@ -128,6 +128,29 @@ func (t *token) get(ctx context.Context, block bool) (session, error) {
 		return session{}, err
 	}
 	return s, nil
+}
+
+// waitSession waits for room in the pool, up to the wait timeout, the
+// context or Close.
+func (t *token) waitSession(ctx context.Context) error {
+	t.waits.Add(1)
+	start := time.Now()
+	defer func() { t.waitNS.Add(int64(time.Since(start))) }()
+	timer := time.NewTimer(t.wait)
+	defer timer.Stop()
+	select {
+	case t.sem <- struct{}{}:
+		return nil
+	case <-timer.C:
+		t.timeouts.Add(1)
+		return &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
+			Err: fmt.Errorf("%w: all %d sessions stayed busy for %v", ErrPoolExhausted, cap(t.sem), t.wait)}
+	case <-ctx.Done():
+		t.timeouts.Add(1)
+		return ctxErr(ctx, "get session", t.label(), "")
+	case <-t.p.stop:
+		return closedErr("get session", "")
+	}
 }
 
 // getHeld takes a session for an AEAD to hold for its life, without
@@ -183,8 +206,8 @@ func (t *token) open() (session, error) {
 	m := t.p.mod
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if t.p.closed.Load() {
-		return session{}, &Error{Op: "open session", Token: t.label(), Class: ClassOther, Err: errors.New("provider is closed")}
+	if t.p.closed() {
+		return session{}, closedErr("open session", "")
 	}
 	slot, _, desc := t.state()
 	gen := m.gen.Load()
@@ -202,26 +225,35 @@ func (t *token) open() (session, error) {
 // ensureLogin logs the session's application in unless it already is.
 // A refused PIN is remembered and never sent again.
 func (t *token) ensureLogin(h pkcs11.SessionHandle) error {
-	if t.pin == "" {
+	t.mu.Lock()
+	pin, ko := t.pin, t.pinKO
+	t.mu.Unlock()
+	if pin == "" {
 		return nil
+	}
+	if ko != nil {
+		return ko
 	}
 	if info, err := t.p.api.GetSessionInfo(h); err == nil &&
 		(info.State == pkcs11.CKS_RO_USER_FUNCTIONS || info.State == pkcs11.CKS_RW_USER_FUNCTIONS) {
 		return nil
 	}
-	err := t.p.api.Login(h, pkcs11.CKU_USER, t.pin)
+	err := t.p.api.Login(h, pkcs11.CKU_USER, pin)
 	var pe pkcs11.Error
 	if errors.As(err, &pe) && pe == pkcs11.CKR_USER_ALREADY_LOGGED_IN {
 		return nil
 	}
-	if err != nil {
-		err = wrapErr(err, "log in", t.label(), "")
-		if ClassOf(err) == ClassPIN {
-			t.mu.Lock()
-			t.pinKO = err
-			t.mu.Unlock()
-			t.p.log.Error("token refused the PIN; it will not be sent again", "token", t.label(), "err", err)
-		}
+	if err == nil {
+		t.p.mod.loggedIn(t, pin)
+		return nil
+	}
+	err = wrapErr(err, "log in", t.label(), "")
+	if ClassOf(err) == ClassPIN {
+		t.mu.Lock()
+		t.pinKO = err
+		t.mu.Unlock()
+		where := t.p.guard.record(t, err)
+		t.p.log.Error("token refused the PIN; it will not be sent again", "token", t.label(), "err", err, "recorded", where)
 	}
 	return err
 }
@@ -234,17 +266,21 @@ func (t *token) do(ctx context.Context, op, what string, f func(h pkcs11.Session
 	backoff := firstBackoff
 	var last error
 	for attempt := 1; ; attempt++ {
+		if ctx.Err() != nil {
+			return errors.Join(last, ctxErr(ctx, op, t.label(), what))
+		}
 		if err := t.usable(); err != nil {
 			// A token marked down gets one recovery attempt per call, so a
 			// token that came back is used again without waiting for the probe.
-			if ClassOf(err) == ClassPIN || t.recover(t.p.mod.gen.Load(), err) != nil {
+			c := ClassOf(err)
+			if c == ClassPIN || c == ClassClosed || t.isPending() || t.recover(t.p.mod.gen.Load(), err) != nil {
 				return t.annotate(err, op, what)
 			}
 		}
 		gen := t.p.mod.gen.Load()
 		s, err := t.get(ctx, true)
 		if err != nil {
-			if errors.Is(err, ErrPoolExhausted) || ctx.Err() != nil {
+			if errors.Is(err, ErrPoolExhausted) || ctx.Err() != nil || ClassOf(err) == ClassClosed {
 				return err // the wait already happened
 			}
 			last = err
@@ -297,7 +333,9 @@ func (t *token) do(ctx context.Context, op, what string, f func(h pkcs11.Session
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return errors.Join(last, ctx.Err())
+				return errors.Join(last, ctxErr(ctx, op, t.label(), what))
+			case <-t.p.stop:
+				return closedErr(op, what)
 			}
 			backoff = min(2*backoff, maxBackoff)
 		}
@@ -307,7 +345,10 @@ func (t *token) do(ctx context.Context, op, what string, f func(h pkcs11.Session
 // annotate adds the operation to an availability error.
 func (t *token) annotate(err error, op, what string) error {
 	var e *Error
-	if errors.As(err, &e) && e.Op == op {
+	if errors.As(err, &e) && (e.Op == op || e.Class == ClassClosed) {
+		if e.Class == ClassClosed && e.Op != op {
+			return closedErr(op, what)
+		}
 		return err
 	}
 	class := ClassOf(err)
@@ -347,7 +388,7 @@ func (t *token) recover(seenGen uint64, cause error) error {
 	t.mu.Lock()
 	if t.down == nil {
 		t.down = &Error{Op: "reach token", Token: t.desc.Label, Class: ClassDevice,
-			Err: fmt.Errorf("%w: %w", ErrTokenUnavailable, cause)}
+			Err: fmt.Errorf("%w: %w", ErrTokenUnavailable, trimPrefix(cause))}
 	}
 	err := t.down
 	t.mu.Unlock()
@@ -395,7 +436,7 @@ func (t *token) rescan() error {
 		}
 	}
 	if found == nil {
-		return &Error{Op: "rescan", Token: old.Label, Class: ClassDevice, Err: ErrNotFound}
+		return &Error{Op: "rescan", Token: old.Label, Class: ClassDevice, Err: errors.New("not among the module's tokens")}
 	}
 	t.mu.Lock()
 	stale := t.idle
@@ -427,23 +468,41 @@ func (t *token) probeLoop(stop <-chan struct{}, every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if err := t.usable(); err != nil && ClassOf(err) == ClassPIN {
-			continue
+		if !t.p.gate.enter() {
+			return
 		}
-		err := t.probe()
-		if err == nil && t.usable() == nil {
-			t.lastProbeErr.Store(nil)
-			continue
+		t.probeOnce()
+		t.p.gate.exit()
+	}
+}
+
+// probeOnce checks the token once: a pending token is looked for, a
+// failed probe starts recovery. A refused PIN stops both.
+func (t *token) probeOnce() {
+	if err := t.usable(); err != nil && ClassOf(err) == ClassPIN {
+		return
+	}
+	if t.isPending() {
+		ctx, cancel := t.p.deadline(context.Background())
+		defer cancel()
+		if err := t.tryAttach(ctx); err != nil && !errors.Is(err, ErrNotFound) {
+			t.p.log.Debug("pending token not attached", "token", t.sel.String(), "err", err)
 		}
-		if err == nil {
-			err = t.usable()
-		}
-		t.lastProbeErr.Store(&err)
-		if rerr := t.recover(t.p.mod.gen.Load(), err); rerr != nil {
-			t.p.log.Debug("token still unavailable", "token", t.label(), "err", rerr)
-		} else {
-			t.p.log.Info("token available again", "token", t.label())
-		}
+		return
+	}
+	err := t.probe()
+	if err == nil && t.usable() == nil {
+		t.lastProbeErr.Store(nil)
+		return
+	}
+	if err == nil {
+		err = t.usable()
+	}
+	t.lastProbeErr.Store(&err)
+	if rerr := t.recover(t.p.mod.gen.Load(), err); rerr != nil {
+		t.p.log.Debug("token still unavailable", "token", t.label(), "err", rerr)
+	} else {
+		t.p.log.Info("token available again", "token", t.label())
 	}
 }
 
@@ -473,7 +532,7 @@ func listTokens(a api, lib uri.TokenInfo) ([]uri.TokenInfo, error) {
 
 func (t *token) health() TokenHealth {
 	t.mu.Lock()
-	h := TokenHealth{Token: t.desc, Up: t.down == nil && t.pinKO == nil, Idle: len(t.idle)}
+	h := TokenHealth{Token: t.desc, Up: t.down == nil && t.pinKO == nil, Pending: t.pending, Idle: len(t.idle)}
 	if t.pinKO != nil {
 		h.Error = t.pinKO.Error()
 	} else if t.down != nil {

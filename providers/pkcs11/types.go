@@ -6,6 +6,7 @@ import "github.com/offload/offload/providers/pkcs11/uri"
 type TokenHealth struct {
 	Token      uri.TokenInfo
 	Up         bool
+	Pending    bool   // configured, not attached yet (Config.AllowMissing)
 	Error      string `json:",omitempty"`
 	InUse      int    // sessions handed out now
 	Idle       int    // sessions open and idle

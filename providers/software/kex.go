@@ -22,6 +22,9 @@ type keyAgreement struct {
 
 // NewKeyAgreement returns a fresh X25519, P-256, P-384 or MODP-group key pair.
 func (p *Provider) NewKeyAgreement(alg *provider.Algorithm) (provider.KeyAgreement, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if grp, ok := modpGroups[alg.Name]; ok {
 		return newDH(alg, grp)
 	}
@@ -59,6 +62,9 @@ type decapsulator struct{ dk *mlkem.DecapsulationKey768 }
 
 // NewDecapsulator returns a fresh ML-KEM-768 or sntrup761 decapsulation key.
 func (p *Provider) NewDecapsulator(alg *provider.Algorithm) (provider.Decapsulator, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if alg.Name == "sntrup761" {
 		return newSntrupDecapsulator()
 	}
@@ -84,6 +90,9 @@ func (d *decapsulator) Decapsulate(ct []byte) ([]byte, error) {
 
 // Encapsulate runs ML-KEM-768 or sntrup761 against a peer's encapsulation key.
 func (p *Provider) Encapsulate(alg *provider.Algorithm, ek []byte) (shared, ciphertext []byte, err error) {
+	if err := p.live(); err != nil {
+		return nil, nil, err
+	}
 	if alg.Name == "sntrup761" {
 		return sntrupEncapsulate(ek)
 	}

@@ -52,6 +52,9 @@ func (p *Provider) CanOpen(ref string) bool {
 // Signer opens a private key file. Passphrase-protected files are refused
 // with a clear error; offload does not prompt.
 func (p *Provider) Signer(_ context.Context, ref string) (crypto.Signer, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	path, ok := KeyPath(ref)
 	if !ok {
 		return nil, fmt.Errorf("software: %q is not a key file reference", ref)
@@ -100,6 +103,9 @@ func asSigner(key any, path string) (crypto.Signer, error) {
 // GenerateSigner makes a key for alg: in memory when ref is empty, else
 // also written to the file ref names (which must not exist yet).
 func (p *Provider) GenerateSigner(_ context.Context, alg *provider.Algorithm, ref string) (crypto.Signer, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	bits := 2048
 	if ref != "" {
 		bits = 3072

@@ -18,12 +18,14 @@
 package software
 
 import (
+	"crypto"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
 	"fmt"
 	"hash"
+	"sync/atomic"
 
 	"golang.org/x/crypto/chacha20"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -37,7 +39,8 @@ const Name = "software"
 
 // Provider is the software provider. The zero value is not usable; call New.
 type Provider struct {
-	caps []provider.Capability
+	caps   []provider.Capability
+	closed atomic.Bool
 }
 
 // Compile-time checks of the optional interfaces this provider offers.
@@ -54,6 +57,7 @@ var (
 	_ provider.KeyAgreementProvider      = (*Provider)(nil)
 	_ provider.GroupKeyAgreementProvider = (*Provider)(nil)
 	_ provider.KEMProvider               = (*Provider)(nil)
+	_ provider.VerifyProvider            = (*Provider)(nil)
 )
 
 // New returns the software provider, which offers every catalog algorithm.
@@ -95,14 +99,39 @@ func flagsOf(a *provider.Algorithm) provider.Flag {
 func (p *Provider) Name() string                        { return Name }
 func (p *Provider) Kind() provider.Kind                 { return provider.KindSoftware }
 func (p *Provider) Capabilities() []provider.Capability { return p.caps }
-func (p *Provider) Close() error                        { return nil }
+
+// Close makes the provider refuse new primitives with an error wrapping
+// provider.ErrClosed. Primitives already made hold nothing and keep working.
+func (p *Provider) Close() error {
+	p.closed.Store(true)
+	return nil
+}
+
+// live returns the error for a closed provider.
+func (p *Provider) live() error {
+	if p.closed.Load() {
+		return fmt.Errorf("software: provider %w", provider.ErrClosed)
+	}
+	return nil
+}
 
 func unsupported(alg *provider.Algorithm) error {
 	return &provider.UnsupportedError{Provider: Name, Algorithm: alg.Name}
 }
 
+// Verify checks a signature with Go's standard library (provider.Verify).
+func (p *Provider) Verify(alg *provider.Algorithm, pub crypto.PublicKey, input, sig []byte, opts crypto.SignerOpts) error {
+	if err := p.live(); err != nil {
+		return err
+	}
+	return provider.Verify(pub, alg, input, sig, opts)
+}
+
 // NewAEAD returns AES-GCM on the portable block cipher, or ChaCha20-Poly1305.
 func (p *Provider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckKey(alg, key); err != nil {
 		return nil, err
 	}
@@ -121,6 +150,9 @@ func (p *Provider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, er
 
 // NewStream returns AES-CTR on the portable block cipher.
 func (p *Provider) NewStream(alg *provider.Algorithm, key, iv []byte) (cipher.Stream, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckKey(alg, key); err != nil {
 		return nil, err
 	}
@@ -142,6 +174,9 @@ type keyStream struct{ key [chacha20.KeySize]byte }
 
 // NewKeyStream returns ChaCha20 (RFC 8439, 96-bit nonce, 32-bit counter).
 func (p *Provider) NewKeyStream(alg *provider.Algorithm, key []byte) (provider.KeyStream, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckKey(alg, key); err != nil {
 		return nil, err
 	}
@@ -169,6 +204,9 @@ func (k *keyStream) XORKeyStreamAt(dst, src, nonce []byte, counter uint32) {
 
 // NewMAC returns HMAC-SHA-256 or HMAC-SHA-512.
 func (p *Provider) NewMAC(alg *provider.Algorithm, key []byte) (hash.Hash, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if err := provider.CheckKey(alg, key); err != nil {
 		return nil, err
 	}
@@ -185,6 +223,9 @@ type poly struct{}
 
 // NewOneTimeMAC returns Poly1305.
 func (p *Provider) NewOneTimeMAC(alg *provider.Algorithm) (provider.OneTimeMAC, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	if alg.Name != "poly1305" {
 		return nil, unsupported(alg)
 	}
@@ -208,6 +249,9 @@ func (poly) Verify(tag, msg, key []byte) bool {
 
 // NewHash returns SHA-256, SHA-384 or SHA-512.
 func (p *Provider) NewHash(alg *provider.Algorithm) (hash.Hash, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
 	switch alg.Name {
 	case "sha256":
 		return sha256.New(), nil

@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/cipher"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/offload/offload/provider"
@@ -46,17 +47,32 @@ func (c *gcmCipher) seal(_ uint32, pkt []byte) []byte {
 	return pkt[:4+len(out)]
 }
 
+// sealErr is seal with a provider fault returned (provider.Seal), so a
+// token AEAD with its fallback off fails the connection without a panic.
+func (c *gcmCipher) sealErr(_ uint32, pkt []byte) ([]byte, error) {
+	body := pkt[4:]
+	out, err := provider.Seal(c.aead, body[:0], c.nonce[:], body, pkt[:4])
+	if err != nil {
+		return nil, err
+	}
+	c.next()
+	return pkt[:4+len(out)], nil
+}
+
 func (c *gcmCipher) decryptLength(_ uint32, hdr []byte) uint32 {
 	return binary.BigEndian.Uint32(hdr)
 }
 
-func (c *gcmCipher) open(_ uint32, pkt []byte) ([]byte, error) {
+func (c *gcmCipher) open(seq uint32, pkt []byte) ([]byte, error) {
 	if len(pkt) < 4+16 {
 		return nil, errShortPacket
 	}
-	body, err := c.aead.Open(pkt[4:4], c.nonce[:], pkt[4:], pkt[:4])
-	if err != nil {
+	body, err := provider.Open(c.aead, pkt[4:4], c.nonce[:], pkt[4:], pkt[:4])
+	if errors.Is(err, provider.ErrAuthentication) {
 		return nil, ErrMAC
+	}
+	if err != nil {
+		return nil, providerDisconnect(&ProviderError{Op: "open", Seq: seq, Err: err})
 	}
 	c.next()
 	return body, nil

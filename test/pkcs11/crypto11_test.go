@@ -59,7 +59,7 @@ func TestCrypto11Interop(t *testing.T) {
 	for _, kt := range []pkcs11.KeyType{pkcs11.ECDSAP256, pkcs11.RSA2048} {
 		u := uri.MustParse(tok.URI("made-by-offload-" + string(kt)))
 		u.ID = []byte{0x0f, byte(len(mine))}
-		s, err := p.Generate(ctx, u, kt)
+		s, err := p.Generate(ctx, u.Full(), kt)
 		if err != nil {
 			t.Fatal(err)
 		}

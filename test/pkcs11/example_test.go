@@ -12,7 +12,6 @@ import (
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // Example_tlsServer shows another Go server using offload: its TLS
@@ -38,7 +37,7 @@ func Example_tlsServer() {
 		log.Fatal(err)
 	}
 	// Once, at setup: a key pair on the token (see also `offload keys generate`).
-	if _, err := p.Generate(context.Background(), uri.MustParse(keyURI), pkcs11.ECDSAP256); err != nil {
+	if _, err := p.Generate(context.Background(), keyURI, pkcs11.ECDSAP256); err != nil {
 		log.Fatal(err)
 	}
 

@@ -21,7 +21,6 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/test/hostile/harness"
@@ -105,7 +104,7 @@ func hostKeys(b *testing.B, kc hostKeyCase) (*provider.Registry, []hostKey) {
 		b.Fatal(err)
 	}
 	file := writeKeyFile(b, key)
-	if _, err := p.Import(context.Background(), uri.MustParse(tok.URI("host")), key); err != nil {
+	if _, err := p.Import(context.Background(), tok.URI("host"), key); err != nil {
 		b.Fatalf("import %s into the token: %v", kc.name, err)
 	}
 	out := []hostKey{{where: "file"}, {where: "softhsm", calls: calls}}

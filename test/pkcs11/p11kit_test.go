@@ -83,7 +83,7 @@ func TestP11KitRemoting(t *testing.T) {
 	ctx := context.Background()
 	keyURI := *u
 	keyURI.Object = "fleet-host"
-	s, err := p.Generate(ctx, &keyURI, pkcs11.ECDSAP256)
+	s, err := p.Generate(ctx, keyURI.Full(), pkcs11.ECDSAP256)
 	if err != nil {
 		t.Fatalf("generate through the remote: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestP11KitRemoting(t *testing.T) {
 		}
 		ku := keyURI
 		ku.Object = "fleet-" + string(kt)
-		s, err := p.Generate(ctx, &ku, kt)
+		s, err := p.Generate(ctx, ku.Full(), kt)
 		if err != nil {
 			t.Fatalf("generate %s through the remote: %v", kt, err)
 		}

@@ -13,7 +13,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +75,8 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 	aesKey := bytes.Repeat([]byte{3}, 16)
 	if ka, err := reg.KeyAgreement("ecdh-p256"); err != nil {
 		t.Fatal(err)
-	} else if !strings.HasPrefix(fmt.Sprintf("%T", ka), "*pkcs11.") {
-		t.Fatalf("prefer-hardware should put ECDH on the token, got %T", ka)
+	} else if pv, _ := provider.ProvenanceOf(ka); pv.Token != tok.Label {
+		t.Fatalf("prefer-hardware should put ECDH on the token, got %+v", pv)
 	} else {
 		provider.Release(ka)
 	}
@@ -85,8 +84,8 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, onToken := inUse.(interface{ FellBack() bool }); !onToken {
-		t.Fatalf("prefer-hardware should put the AEAD on the token, got %T", inUse)
+	if pv, _ := provider.ProvenanceOf(inUse); pv.Token != tok.Label || pv.Fallback {
+		t.Fatalf("prefer-hardware should put the AEAD on the token, got %+v", pv)
 	}
 	defer provider.Release(inUse)
 
@@ -105,16 +104,16 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new AEAD with the token gone: %v, want software to serve", err)
 	}
-	if _, onToken := fresh.(interface{ FellBack() bool }); onToken {
-		t.Errorf("new AEAD went to the missing token")
+	if pv, _ := provider.ProvenanceOf(fresh); pv.Token != "" || !pv.Fallback || pv.Kind == provider.KindHardware {
+		t.Errorf("new AEAD with the token gone: provenance %+v, want a fallback in this process", pv)
 	}
 	provider.Release(fresh)
 	ka, err := reg.KeyAgreement("ecdh-p256")
 	if err != nil {
 		t.Fatalf("key agreement with the token gone: %v, want software to serve", err)
 	}
-	if strings.HasPrefix(fmt.Sprintf("%T", ka), "*pkcs11.") {
-		t.Errorf("key agreement went to the missing token")
+	if pv, _ := provider.ProvenanceOf(ka); pv.Token != "" || !pv.Fallback {
+		t.Errorf("key agreement with the token gone: provenance %+v, want a fallback in this process", pv)
 	}
 
 	tok.Recreate(t)

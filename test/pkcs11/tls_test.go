@@ -20,7 +20,6 @@ import (
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // tokenRegistry opens a provider on tok and registers it.
@@ -119,7 +118,7 @@ func TestTLSServerKeyInToken(t *testing.T) {
 		name := fmt.Sprintf("%s-tls1%d", c.kt, c.version-tls.VersionTLS10)
 		t.Run(name, func(t *testing.T) {
 			ref := tok.URI("tls-" + name)
-			if _, err := p.Generate(ctx, uri.MustParse(ref), c.kt); err != nil {
+			if _, err := p.Generate(ctx, ref, c.kt); err != nil {
 				t.Fatal(err)
 			}
 			key, err := reg.Signer(ctx, ref)

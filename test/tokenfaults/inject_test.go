@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,8 +46,9 @@ type rig struct {
 
 // rigOptions say what lives on the token.
 type rigOptions struct {
-	hostKey bool // the server's only host key is an ECDSA key in the token
-	bulk    bool // aes128-gcm on the token by policy prefer-hardware
+	hostKey    bool // the server's only host key is an ECDSA key in the token
+	bulk       bool // aes128-gcm on the token by policy prefer-hardware
+	noFallback bool // token AEADs report faults instead of finishing in Go
 }
 
 func newRig(t *testing.T, label string, o rigOptions) *rig {
@@ -56,7 +58,8 @@ func newRig(t *testing.T, label string, o rigOptions) *rig {
 	lb, log := serverLog(t)
 	r.lb = lb
 	var err error
-	r.p, err = pkcs11.OpenURI(r.tok.TokenURI(), pkcs11.Config{HealthInterval: healthInterval, Logger: log, Faults: r.f})
+	r.p, err = pkcs11.OpenURI(r.tok.TokenURI(), pkcs11.Config{HealthInterval: healthInterval, Logger: log, Faults: r.f,
+		NoFallback: o.noFallback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,4 +263,31 @@ func TestInjectBulkDeviceRemoved(t *testing.T) {
 	t.Logf("RESULT bulk CKR_DEVICE_REMOVED on every call of the slot: %s (%d AEAD direction(s) finished in Go); "+
 		"token marked down; new connection fell open to the CPU provider, log %q; cleared: probe reattached the token "+
 		"(recoveries %d -> %d), new connection on the token", kept, inGo, fellOpen, recoveries, r.p.Health()[0].Recoveries)
+}
+
+// TestBulkNoFallbackNoPanic: with the AEAD fallback off, a token that
+// fails under established transfers ends those connections with the
+// provider's error — reported through provider.FallibleAEAD, not a panic
+// across the provider boundary — and the server goes on serving.
+func TestBulkNoFallbackNoPanic(t *testing.T) {
+	r := newRig(t, "tf-nofallback", rigOptions{bulk: true, noFallback: true})
+	trs, open := r.gated(t, 2, r.cfg)
+	id := r.inject(t, pkcs11.Fault{Calls: []string{"bulk"}, Code: 0x30}) // CKR_DEVICE_ERROR
+	open()
+	for i, tr := range trs {
+		if got := tr.wait(t); got == "completed" {
+			t.Errorf("transfer %d completed with the token failing and no fallback", i)
+		}
+	}
+	log := r.lb.String()
+	if !strings.Contains(log, "crypto provider failed to") || strings.Contains(log, "panic") || strings.Contains(log, "fallback is off") {
+		t.Errorf("server log: want the provider error, no panic")
+	}
+	if strings.Contains(log, inGoLog) {
+		t.Errorf("an AEAD continued in Go with the fallback off")
+	}
+	r.f.Remove(id)
+	if got := roundTrip(t, r.srv.Addr, r.cfg, 1<<20); got != "completed" {
+		t.Errorf("new connection after the fault cleared: %s", got)
+	}
 }

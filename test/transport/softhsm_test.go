@@ -14,7 +14,6 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd"
 )
@@ -45,7 +44,7 @@ func tokenHostKeysB(t testing.TB) (*provider.Registry, map[string]crypto.Signer)
 	keys := map[string]crypto.Signer{}
 	for alg, kt := range map[string]pkcs11.KeyType{"ssh-ed25519": pkcs11.Ed25519, "ecdsa-sha2-nistp256": pkcs11.ECDSAP256} {
 		ref := tok.URI("host-" + string(kt))
-		if _, err := p.Generate(context.Background(), uri.MustParse(ref), kt); err != nil {
+		if _, err := p.Generate(context.Background(), ref, kt); err != nil {
 			t.Fatalf("generate %s: %v", kt, err)
 		}
 		s, err := reg.Signer(context.Background(), ref)

@@ -81,6 +81,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("pkcs11: bad URI %q: %q: %s", e.URI, e.Part, e.Reason)
 }
 
+// Redaction is what String and Redacted print in place of a pin-value.
+const Redaction = "REDACTED"
+
 // The object types RFC 7512 names for the "type" attribute.
 var objectTypes = map[string]bool{"public": true, "private": true, "cert": true, "secret-key": true, "data": true}
 
@@ -210,7 +213,7 @@ func (u *URI) setPath(name, val string) error {
 		u.Type = val
 	default:
 		if !strings.HasPrefix(name, "x-") {
-			return fmt.Errorf("unknown path attribute %q", name)
+			return fmt.Errorf("unknown path attribute %q (known: token, manufacturer, serial, model, object, id, type, slot-id, slot-description, slot-manufacturer, library-*, and vendor x-...)", name)
 		}
 		u.Vendor = append(u.Vendor, [2]string{name, val})
 	}
@@ -235,6 +238,10 @@ func (u *URI) setQuery(name, val string) error {
 		}
 		u.PINSource = val
 	case "pin-value":
+		if val == Redaction {
+			return fmt.Errorf("pin-value is %q: this URI was printed with its PIN hidden (URI.String, URI.Redacted); "+
+				"use URI.Full for the form that logs in, or give the PIN with pin-source", Redaction)
+		}
 		u.PINValue = val
 	case "max-sessions":
 		n, err := strconv.Atoi(val)
@@ -249,7 +256,7 @@ func (u *URI) setQuery(name, val string) error {
 		u.FailoverToken = val
 	default:
 		if !strings.HasPrefix(name, "x-") {
-			return fmt.Errorf("unknown query attribute %q", name)
+			return fmt.Errorf("unknown query attribute %q (known: module-name, module-path, pin-source, pin-value, max-sessions, failover-token, and vendor x-...)", name)
 		}
 		u.Vendor = append(u.Vendor, [2]string{"?" + name, val})
 	}
@@ -343,12 +350,18 @@ func escapeID(id []byte) string {
 	return string(b)
 }
 
-// String prints the URI in canonical order with the PIN value redacted;
-// Secret prints it with the PIN value.
-func (u *URI) String() string { return u.format(true) }
+// String prints the URI in canonical order with a pin-value hidden, for
+// logs and errors: it is Redacted. A URI printed so does not log in —
+// Parse refuses its "pin-value=REDACTED" rather than send that as a PIN;
+// pass Full to code that must reach the token.
+func (u *URI) String() string { return u.Redacted() }
 
-// Secret prints the URI including a pin-value. Do not log it.
-func (u *URI) Secret() string { return u.format(false) }
+// Redacted prints the URI with a pin-value replaced by REDACTED.
+func (u *URI) Redacted() string { return u.format(true) }
+
+// Full prints the URI with everything, a pin-value included: the form to
+// hand to code that opens the token. Do not log it.
+func (u *URI) Full() string { return u.format(false) }
 
 func (u *URI) format(redactPIN bool) string {
 	var path, query []string
@@ -384,7 +397,7 @@ func (u *URI) format(redactPIN bool) string {
 	addq("pin-source", u.PINSource)
 	if u.PINValue != "" {
 		if redactPIN {
-			query = append(query, "pin-value=REDACTED")
+			query = append(query, "pin-value="+Redaction)
 		} else {
 			addq("pin-value", u.PINValue)
 		}

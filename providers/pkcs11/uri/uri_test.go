@@ -40,13 +40,13 @@ func TestParseExamples(t *testing.T) {
 			continue
 		}
 		// Printing and parsing again gives the same URI.
-		again, err := Parse(u.Secret())
+		again, err := Parse(u.Full())
 		if err != nil {
-			t.Errorf("Parse(Secret(%q) = %q): %v", s, u.Secret(), err)
+			t.Errorf("Parse(Full(%q) = %q): %v", s, u.Full(), err)
 			continue
 		}
-		if again.Secret() != u.Secret() {
-			t.Errorf("round trip of %q: %q then %q", s, u.Secret(), again.Secret())
+		if again.Full() != u.Full() {
+			t.Errorf("round trip of %q: %q then %q", s, u.Full(), again.Full())
 		}
 	}
 	u := MustParse("pkcs11:token=My%20token%25%20created%20by%20Joe;library-version=3;id=%01%02%03%Ba%dd%Ca%fe%04%05%06")
@@ -100,8 +100,8 @@ func TestParseErrors(t *testing.T) {
 func TestPINRedacted(t *testing.T) {
 	const secret = "s3cret-PIN"
 	u := MustParse("pkcs11:token=a?pin-value=" + secret)
-	if strings.Contains(u.String(), secret) || !strings.Contains(u.Secret(), secret) {
-		t.Errorf("String %q must hide and Secret %q must keep the PIN", u.String(), u.Secret())
+	if strings.Contains(u.String(), secret) || !strings.Contains(u.Full(), secret) {
+		t.Errorf("String %q must hide and Full %q must keep the PIN", u.String(), u.Full())
 	}
 	_, err := Parse("pkcs11:token=a;token=b?pin-value=" + secret)
 	if err == nil || strings.Contains(err.Error(), secret) {
@@ -170,13 +170,13 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		printed := u.Secret()
+		printed := u.Full()
 		v, err := Parse(printed)
 		if err != nil {
 			t.Fatalf("Parse(%q) ok, but its print %q fails: %v", s, printed, err)
 		}
-		if v.Secret() != printed {
-			t.Fatalf("print not stable: %q -> %q -> %q", s, printed, v.Secret())
+		if v.Full() != printed {
+			t.Fatalf("print not stable: %q -> %q -> %q", s, printed, v.Full())
 		}
 	})
 }

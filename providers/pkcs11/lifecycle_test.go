@@ -1,0 +1,220 @@
+//go:build cgo && !nopkcs11
+
+package pkcs11
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/pkcs11/uri"
+)
+
+// TestCloseWhileBusy closes the provider while goroutines sign, seal,
+// open and derive, then uses every kind of object after Close. Before
+// Close waited for calls in flight and refused new ones, this died with
+// SIGSEGV (a call into the finalized module).
+func TestCloseWhileBusy(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "closebusy")
+	p, err := OpenURI(tok.TokenURI(), Config{HealthInterval: 10 * time.Millisecond, MaxSessions: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keyURI := tok.URI("busy")
+	if _, err := p.Generate(ctx, keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(ctx, keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aeads := make([]interface {
+		Seal(dst, nonce, pt, ad []byte) []byte
+		Open(dst, nonce, ct, ad []byte) ([]byte, error)
+	}, 4)
+	for i := range aeads {
+		a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		aeads[i] = a
+	}
+	ka, err := p.NewKeyAgreement(provider.MustLookup("ecdh-p256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256([]byte("busy"))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.Sign(rand.Reader, digest[:], crypto.SHA256)
+			}
+		}()
+	}
+	for _, a := range aeads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { recover() }() // Seal may panic after Close with fallback off; not here
+			nonce := make([]byte, 12)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ct := a.Seal(nil, nonce, []byte("packet"), nil)
+				a.Open(nil, nonce, ct, nil)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	for !p.c.closed() {
+		time.Sleep(time.Millisecond)
+	}
+	// Use after Close, while the goroutines keep trying.
+	if _, err := s.Sign(rand.Reader, digest[:], crypto.SHA256); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Sign after Close: %v, want ErrClosed", err)
+	}
+	if _, err := p.Signer(ctx, keyURI); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Signer after Close: %v, want ErrClosed", err)
+	}
+	if _, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 16)); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("NewAEAD after Close: %v, want ErrClosed", err)
+	}
+	if _, err := ka.SharedSecret(ka.PublicKey()); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("SharedSecret after Close: %v, want ErrClosed", err)
+	}
+	if _, err := p.List(ctx, tok.TokenURI()); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("List after Close: %v, want ErrClosed", err)
+	}
+	if _, err := p.Generate(ctx, tok.URI("late"), Ed25519); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Generate after Close: %v, want ErrClosed", err)
+	}
+	if _, err := aeads[0].Open(nil, make([]byte, 12), make([]byte, 32), nil); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Open after Close: %v, want ErrClosed", err)
+	}
+	close(stop)
+	wg.Wait()
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	for _, a := range aeads {
+		provider.Release(a)
+	}
+	provider.Release(s)
+	provider.Release(ka)
+}
+
+// TestContextHonoured: a cancelled or expired context stops every
+// operation that can wait before it reaches the token.
+func TestContextHonoured(t *testing.T) {
+	p, tok := open(t, "ctx", Config{})
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for name, ctx := range map[string]context.Context{"cancelled": cancelled, "expired": expired} {
+		if _, err := p.Signer(ctx, keyURI); ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			t.Errorf("%s: Signer: %v", name, err)
+		}
+		if _, err := p.List(ctx, tok.TokenURI()); !errors.Is(err, ctx.Err()) {
+			t.Errorf("%s: List: %v", name, err)
+		}
+		if _, err := p.Generate(ctx, tok.URI("never-"+name), RSA4096); !errors.Is(err, ctx.Err()) {
+			t.Errorf("%s: Generate: %v", name, err)
+		}
+		if _, err := p.NewKeyAgreementContext(ctx, provider.MustLookup("ecdh-p256")); !errors.Is(err, ctx.Err()) {
+			t.Errorf("%s: NewKeyAgreementContext: %v", name, err)
+		}
+		if _, err := OpenContext(ctx, Config{Tokens: []*uri.URI{uri.MustParse(tok.TokenURI())}, HealthInterval: -1}); !errors.Is(err, ctx.Err()) {
+			t.Errorf("%s: OpenContext: %v", name, err)
+		}
+	}
+	s, err := p.Signer(context.Background(), keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256([]byte("x"))
+	if _, err := provider.SignContext(cancelled, s, rand.Reader, digest[:], crypto.SHA256); !errors.Is(err, context.Canceled) {
+		t.Errorf("SignContext: %v", err)
+	}
+	keys, err := p.List(context.Background(), tok.TokenURI())
+	if err != nil || len(keys) != 1 {
+		t.Errorf("keys on the token: %d (%v), want only the first: the expired Generate must not have made one", len(keys), err)
+	}
+}
+
+// TestAllowMissing: a token that is not there does not fail Open with
+// AllowMissing; it is pending (not "gone or failing"), its keys fail
+// closed, and it attaches when it appears. Without AllowMissing the same
+// token is ErrNotFound, not ErrTokenUnavailable.
+func TestAllowMissing(t *testing.T) {
+	here := softhsmtest.NewToken(t, "present")
+	ref := strings.Replace(here.TokenURI(), "token=present", "token=latecomer", 1)
+	_, err := OpenURI(ref, Config{HealthInterval: -1})
+	if !errors.Is(err, ErrNotFound) || !errors.Is(err, provider.ErrNotFound) || errors.Is(err, ErrTokenUnavailable) ||
+		strings.Contains(err.Error(), "gone or failing") {
+		t.Errorf("absent token without AllowMissing: %v, want not found (and not 'gone or failing')", err)
+	}
+	p, err := OpenURI(ref, Config{HealthInterval: 20 * time.Millisecond, AllowMissing: true})
+	if err != nil {
+		t.Fatalf("AllowMissing: %v", err)
+	}
+	defer p.Close()
+	changed := make(chan struct{}, 1)
+	p.NotifyChange(func() { changed <- struct{}{} })
+	if pend := p.Pending(); len(pend) != 1 || !strings.Contains(pend[0], "latecomer") {
+		t.Errorf("Pending() = %q", pend)
+	}
+	if len(p.Capabilities()) != 0 || !p.Matches("pkcs11:token=latecomer") {
+		t.Errorf("pending provider: capabilities %v, matches its token %v", p.Capabilities(), p.Matches("pkcs11:token=latecomer"))
+	}
+	keyRef := strings.Replace(ref, "token=latecomer", "token=latecomer;object=k", 1)
+	_, err = p.Signer(context.Background(), keyRef)
+	if !errors.Is(err, ErrTokenUnavailable) || !errors.Is(err, provider.ErrUnavailable) || !strings.Contains(err.Error(), "not attached") {
+		t.Errorf("key on a pending token: %v, want unavailable, saying it is not attached", err)
+	}
+	if h := p.Health(); len(h) != 1 || h[0].Up || !h[0].Pending {
+		t.Errorf("Health = %+v", h)
+	}
+	late := softhsmtest.NewToken(t, "latecomer")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the token appeared but was not attached: %v", p.Pending())
+	}
+	if len(p.Pending()) != 0 || !provider.Supports(p, "ed25519", provider.OpSign) {
+		t.Errorf("after attach: pending %v, capabilities %v", p.Pending(), p.Capabilities())
+	}
+	if _, err := p.Generate(context.Background(), late.URI("k"), Ed25519); err != nil {
+		t.Fatalf("Generate on the attached token: %v", err)
+	}
+	if _, err := p.Signer(context.Background(), late.URI("k")); err != nil {
+		t.Errorf("Signer on the attached token: %v", err)
+	}
+}
