@@ -265,6 +265,11 @@ func (t *token) attachTo(ctx context.Context, d uri.TokenInfo) error {
 		return fmt.Errorf("pkcs11: PIN for token %q: %w", d.Label, trimPrefix(err))
 	}
 	ti, tiErr := c.api.GetTokenInfo(d.SlotID)
+	if tiErr == nil && ti.Flags&pkcs11.CKF_LOGIN_REQUIRED != 0 && ti.Flags&pkcs11.CKF_USER_PIN_INITIALIZED == 0 {
+		// Being set up (softhsm2-util sets the user PIN after creating
+		// the token): not an answer about the PIN, so nothing is sent.
+		return &Error{Op: "log in", Token: d.Label, Class: ClassDevice, Err: errors.New("the token has no user PIN yet")}
+	}
 	if tiErr == nil && ti.Flags&pkcs11.CKF_LOGIN_REQUIRED != 0 && pin == "" {
 		return &Error{Op: "log in", Token: d.Label, Class: ClassPIN, Err: fmt.Errorf(
 			"the token needs a PIN: give pin-source or pin-value in its URI, Config.PINSource, or $%s", PINEnv)}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
-	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 )
 
@@ -38,9 +38,9 @@ func loop(b *testing.B, op func()) {
 }
 
 // benchProvider opens a provider with a pool of sessions sessions.
-func benchProvider(b *testing.B, label string, sessions int) (*Provider, *softhsmtest.Token) {
+func benchProvider(b *testing.B, label string, sessions int) (*Provider, *softhsm.Token) {
 	b.Helper()
-	tok := softhsmtest.NewToken(b, label)
+	tok := softhsm.NewToken(b, softhsm.WithLabel(label))
 	p, err := OpenURI(tok.TokenURI(), Config{MaxSessions: sessions, HealthInterval: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -187,7 +187,7 @@ func (nullSign) Sign(_ pkcs11.SessionHandle, msg []byte) ([]byte, error) {
 // locks, handle cache, ASN.1): the token's work is replaced by a no-op.
 // raw is the same two calls made directly.
 func BenchmarkSignOverhead(b *testing.B) {
-	tok := softhsmtest.NewToken(b, "bench-overhead")
+	tok := softhsm.NewToken(b, softhsm.WithLabel("bench-overhead"))
 	null := false
 	hooks := &testHooks{wrap: func(a api) api { return &switchable{api: a, null: &null} }}
 	p, err := OpenURI(tok.TokenURI(), Config{MaxSessions: 1, HealthInterval: -1, testHooks: hooks})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
 )
@@ -23,7 +23,7 @@ import (
 // Close waited for calls in flight and refused new ones, this died with
 // SIGSEGV (a call into the finalized module).
 func TestCloseWhileBusy(t *testing.T) {
-	tok := softhsmtest.NewToken(t, "closebusy")
+	tok := softhsm.NewToken(t, softhsm.WithLabel("closebusy"))
 	p, err := OpenURI(tok.TokenURI(), Config{HealthInterval: 10 * time.Millisecond, MaxSessions: 32})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestContextHonoured(t *testing.T) {
 // closed, and it attaches when it appears. Without AllowMissing the same
 // token is ErrNotFound, not ErrTokenUnavailable.
 func TestAllowMissing(t *testing.T) {
-	here := softhsmtest.NewToken(t, "present")
+	here := softhsm.NewToken(t, softhsm.WithLabel("present"))
 	ref := strings.Replace(here.TokenURI(), "token=present", "token=latecomer", 1)
 	_, err := OpenURI(ref, Config{HealthInterval: -1})
 	if !errors.Is(err, ErrNotFound) || !errors.Is(err, provider.ErrNotFound) || errors.Is(err, ErrTokenUnavailable) ||
@@ -202,7 +202,7 @@ func TestAllowMissing(t *testing.T) {
 	if h := p.Health(); len(h) != 1 || h[0].Up || !h[0].Pending {
 		t.Errorf("Health = %+v", h)
 	}
-	late := softhsmtest.NewToken(t, "latecomer")
+	late := softhsm.NewToken(t, softhsm.WithLabel("latecomer"))
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/softhsm"
 )
 
 // forgetProcess drops the in-memory refusals, as a new process starts
@@ -38,7 +38,7 @@ func logins(t *testing.T, ref string, cfg Config) (int, error) {
 // reaches the state dir.
 func TestPINGuardAcrossStarts(t *testing.T) {
 	t.Cleanup(forgetProcess)
-	tok := softhsmtest.NewToken(t, "pinguard")
+	tok := softhsm.NewToken(t, softhsm.WithLabel("pinguard"))
 	state := t.TempDir()
 	pinFile := filepath.Join(t.TempDir(), "pin")
 	const wrong = "wrong-pin-31337"
@@ -81,7 +81,7 @@ func TestPINGuardAcrossStarts(t *testing.T) {
 // tag; another value is tried.
 func TestPINGuardValue(t *testing.T) {
 	t.Cleanup(forgetProcess)
-	tok := softhsmtest.NewToken(t, "pinvalue")
+	tok := softhsm.NewToken(t, softhsm.WithLabel("pinvalue"))
 	state := t.TempDir()
 	withValue := func(pin string) string {
 		return strings.Replace(tok.TokenURI(), "pin-source="+escapeForTest(tok.PINFile), "pin-value="+pin, 1)
@@ -104,7 +104,7 @@ func TestPINGuardValue(t *testing.T) {
 // logged in, is refused without sending it — a reload must not silently
 // keep the old login when the PIN file changed to a wrong PIN.
 func TestPINChangedWhileLoggedIn(t *testing.T) {
-	tok := softhsmtest.NewToken(t, "pinchanged")
+	tok := softhsm.NewToken(t, softhsm.WithLabel("pinchanged"))
 	first, err := OpenURI(tok.TokenURI(), Config{HealthInterval: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -20,16 +20,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/provider/providertest"
 	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // open opens a provider on a fresh token and closes it when the test ends.
-func open(t *testing.T, label string, cfg Config) (*Provider, *softhsmtest.Token) {
+func open(t *testing.T, label string, cfg Config) (*Provider, *softhsm.Token) {
 	t.Helper()
-	tok := softhsmtest.NewToken(t, label)
+	tok := softhsm.NewToken(t, softhsm.WithLabel(label))
 	if cfg.HealthInterval == 0 {
 		cfg.HealthInterval = -1
 	}
@@ -284,7 +284,7 @@ func TestBadInput(t *testing.T) {
 // TestWrongPIN checks that a refused PIN fails Open with a clear error, is
 // sent exactly once, and never appears in the error.
 func TestWrongPIN(t *testing.T) {
-	tok := softhsmtest.NewToken(t, "wrongpin")
+	tok := softhsm.NewToken(t, softhsm.WithLabel("wrongpin"))
 	bad := filepath.Join(t.TempDir(), "badpin")
 	const wrong = "not-the-pin-9876"
 	if err := os.WriteFile(bad, []byte(wrong), 0o600); err != nil {
@@ -321,8 +321,8 @@ func escapeForTest(path string) string {
 }
 
 func TestAEADSpread(t *testing.T) {
-	t1 := softhsmtest.NewToken(t, "unit0")
-	t2 := softhsmtest.NewToken(t, "unit1")
+	t1 := softhsm.NewToken(t, softhsm.WithLabel("unit0"))
+	t2 := softhsm.NewToken(t, softhsm.WithLabel("unit1"))
 	p, err := Open(Config{ModulePath: t1.Module, PINSource: t1.PINFile, HealthInterval: -1,
 		Tokens: []*uri.URI{{Token: "unit0"}, {Token: "unit1"}}})
 	if err != nil {

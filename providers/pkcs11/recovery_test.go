@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
-	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
 )
@@ -242,8 +242,8 @@ func TestFaultAEADNoFallback(t *testing.T) {
 // TestFailover: a key imported into two tokens signs on the second when
 // the first is lost, and refuses a second token whose key differs.
 func TestFailover(t *testing.T) {
-	prim := softhsmtest.NewToken(t, "primary")
-	back := softhsmtest.NewToken(t, "backup")
+	prim := softhsm.NewToken(t, softhsm.WithLabel("primary"))
+	back := softhsm.NewToken(t, softhsm.WithLabel("backup"))
 	f := &FaultInjector{}
 	p, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, Faults: f,
 		Tokens:   []*uri.URI{{Token: "primary"}, {Token: "backup"}},
@@ -254,7 +254,7 @@ func TestFailover(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	for _, tok := range []*softhsmtest.Token{prim, back} {
+	for _, tok := range []*softhsm.Token{prim, back} {
 		if _, err := p.Import(ctx, tok.URI("host"), key); err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestFailover(t *testing.T) {
 	}
 
 	// A backup holding a different key under the same label is refused.
-	other := softhsmtest.NewToken(t, "impostor")
+	other := softhsm.NewToken(t, softhsm.WithLabel("impostor"))
 	f.Clear()
 	p2, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, Faults: f,
 		Tokens:   []*uri.URI{{Token: "primary"}, {Token: "impostor"}},
