@@ -26,7 +26,6 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
-	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/providers/software"
 )
 
@@ -235,7 +234,7 @@ func (e *env) tokenHostKeys(t *testing.T) {
 	}
 	for _, kt := range []pkcs11.KeyType{pkcs11.Ed25519, pkcs11.ECDSAP256, pkcs11.ECDSAP384, pkcs11.RSA2048} {
 		ref := tok.URI("host-" + string(kt))
-		if _, err := p.Generate(context.Background(), uri.MustParse(ref), kt); err != nil {
+		if _, err := p.Generate(context.Background(), ref, kt); err != nil {
 			t.Fatalf("generate %s in the token: %v", kt, err)
 		}
 		s, err := e.tokenReg.Signer(context.Background(), ref)
