@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/ThalesGroup/crypto11 v1.6.2
 	github.com/creack/pty v1.1.24
+	github.com/elastic/go-seccomp-bpf v1.6.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/miekg/pkcs11 v1.1.2
 	github.com/msteinert/pam/v2 v2.1.0
 	github.com/pkg/sftp v1.13.12
@@ -18,9 +20,8 @@ require (
 	filippo.io/bigmod v0.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/elastic/go-seccomp-bpf v1.6.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
-	github.com/landlock-lsm/go-landlock v0.11.2 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect

@@ -58,7 +58,7 @@
 // first failed, or moved off its device mid-life. With a Metrics sink the
 // registry counts seals, opens and stream bytes, and times signatures,
 // verifications, key agreements and KEMs; Metrics.Pools reports session
-// pools.
+// pools. Package provider/prommetrics exports both to Prometheus.
 //
 // # Errors
 //

@@ -159,13 +159,22 @@ func (r *Registry) sourcesFor(pl *plan) []*source {
 			s.Reason = fmt.Sprintf("fallback: %s could not build it", first)
 		}
 		if r.metrics != nil {
-			for _, op := range []Op{OpSeal, OpOpen, OpEncrypt, OpDerive, OpGenerate, OpDecapsulate} {
+			for _, op := range countedOps[pl.alg.Family] {
 				s.counters[opIndex(op)] = r.metrics.Counter(p.Name(), pl.alg.Name, op)
 			}
 		}
 		out[i] = s
 	}
 	return out
+}
+
+// countedOps are the operations counted for the primitives of a family.
+var countedOps = map[Family][]Op{
+	FamilyAEAD:         {OpSeal, OpOpen},
+	FamilyStream:       {OpEncrypt},
+	FamilyKeyStream:    {OpEncrypt},
+	FamilyKeyAgreement: {OpGenerate, OpDerive},
+	FamilyKEM:          {OpGenerate, OpDecapsulate},
 }
 
 func excluded(pol *Policy, alg string, p Provider) string {

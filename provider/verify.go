@@ -40,9 +40,10 @@ func Verify(pub crypto.PublicKey, alg *Algorithm, input, sig []byte, opts crypto
 
 // SignatureAlgorithm returns the catalog signature algorithm that a key
 // with public half pub signs with under opts (as crypto.Signer.Sign takes
-// them), or nil when the catalog has none.
+// them), or nil when the catalog has none. With nil opts it is the first
+// catalog algorithm for the key (ECDSA P-256: ecdsa-p256-sha256).
 func SignatureAlgorithm(pub crypto.PublicKey, opts crypto.SignerOpts) *Algorithm {
-	h, pss := crypto.Hash(0), false
+	h, pss, anyHash := crypto.Hash(0), false, opts == nil
 	if opts != nil {
 		h = opts.HashFunc()
 		_, pss = opts.(*rsa.PSSOptions)
@@ -57,7 +58,7 @@ func SignatureAlgorithm(pub crypto.PublicKey, opts crypto.SignerOpts) *Algorithm
 		size = 0
 	}
 	for _, a := range catalog {
-		if a.Family == FamilySignature && a.PublicKeySize == size && a.Hash == h && a.PSS == pss {
+		if a.Family == FamilySignature && a.PublicKeySize == size && (anyHash || a.Hash == h) && a.PSS == pss {
 			return a
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/offload/offload/sshd"
 
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/provider/prommetrics"
 )
 
 // daemonStats are the server-wide counters the daemon keeps itself.
@@ -61,28 +62,21 @@ func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
 	return nil, errors.New("offload: connection has no socket")
 }
 
-// metricsCollector exports provider.Metrics snapshots and the daemon's
-// counters. It reads them at scrape time, so nothing is copied between
-// scrapes.
+// metricsCollector exports the daemon's counters; the providers' work and
+// session pools come from provider/prommetrics. Both are read at scrape
+// time, so nothing is copied between scrapes.
 type metricsCollector struct {
-	m     *provider.Metrics
 	stats *daemonStats
 
-	ops, bytes, errs, latency              *prometheus.Desc
 	accepted, active, reloads, reloadFails *prometheus.Desc
 	rx, tx                                 *prometheus.Desc
 }
 
-func newMetricsCollector(m *provider.Metrics, stats *daemonStats) *metricsCollector {
-	labels := []string{"provider", "algorithm", "op"}
+func newMetricsCollector(stats *daemonStats) *metricsCollector {
 	d := func(name, help string, l []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, l, nil)
 	}
-	return &metricsCollector{m: m, stats: stats,
-		ops:         d("offload_provider_operations_total", "Operations done by a provider for an algorithm.", labels),
-		bytes:       d("offload_provider_bytes_total", "Bytes processed by a provider for an algorithm.", labels),
-		errs:        d("offload_provider_errors_total", "Failed operations of a provider for an algorithm.", labels),
-		latency:     d("offload_provider_latency_seconds_total", "Time spent in timed operations.", labels),
+	return &metricsCollector{stats: stats,
 		accepted:    d("offload_sshd_connections_accepted_total", "TCP connections accepted.", nil),
 		active:      d("offload_sshd_connections_active", "Connections being served.", nil),
 		reloads:     d("offload_sshd_reloads_total", "Configuration reloads (SIGHUP) applied.", nil),
@@ -93,19 +87,12 @@ func newMetricsCollector(m *provider.Metrics, stats *daemonStats) *metricsCollec
 }
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.ops, c.bytes, c.errs, c.latency, c.accepted, c.active, c.reloads, c.reloadFails, c.rx, c.tx} {
+	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.reloads, c.reloadFails, c.rx, c.tx} {
 		ch <- d
 	}
 }
 
 func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.m.Snapshot() {
-		l := []string{s.Provider, s.Algorithm, s.Op}
-		ch <- prometheus.MustNewConstMetric(c.ops, prometheus.CounterValue, float64(s.Ops), l...)
-		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(s.Bytes), l...)
-		ch <- prometheus.MustNewConstMetric(c.errs, prometheus.CounterValue, float64(s.Errors), l...)
-		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.CounterValue, s.Latency.Seconds(), l...)
-	}
 	ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(c.stats.accepted.Load()))
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(c.stats.active.Load()))
 	ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(c.stats.reloads.Load()))
@@ -119,8 +106,10 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 // bad address fails the start.
 func metricsServer(ctx context.Context, addr string, m *provider.Metrics, stats *daemonStats, log *slog.Logger) (string, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(newMetricsCollector(m, stats)); err != nil {
-		return "", err
+	for _, c := range []prometheus.Collector{prommetrics.New(m), newMetricsCollector(stats)} {
+		if err := reg.Register(c); err != nil {
+			return "", err
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

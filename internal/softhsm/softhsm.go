@@ -43,7 +43,7 @@ const (
 )
 
 // ErrMissing is wrapped by Start's error when SoftHSM is not installed.
-var ErrMissing = errors.New("softhsm: SoftHSM is not installed (" + hint + ")")
+var ErrMissing = errors.New("softhsm: SoftHSM is not installed")
 
 // Token is a SoftHSM token made for a test.
 type Token struct {
