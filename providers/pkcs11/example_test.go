@@ -235,4 +235,3 @@ func ExampleOpen_registry() {
 	// ecdsa-p256-sha256 held by pkcs11 hardware token true
 	// aes128-gcm: pkcs11 - only eligible provider
 }
-
