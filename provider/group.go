@@ -2,6 +2,7 @@ package provider
 
 import (
 	"math/big"
+	"time"
 )
 
 // GroupKeyAgreementProvider makes ephemeral finite-field Diffie-Hellman
@@ -20,7 +21,9 @@ func (r *Registry) GroupKeyAgreement(name string, p, g *big.Int) (KeyAgreement, 
 	if err != nil {
 		return nil, err
 	}
-	ka, prov, err := build(r, alg, func(p0 Provider) (KeyAgreement, error) {
+	var start time.Time
+	ka, src, err := build(r, alg, func(p0 Provider) (KeyAgreement, error) {
+		start = time.Now()
 		gp, ok := p0.(GroupKeyAgreementProvider)
 		if !ok {
 			return nil, &UnsupportedError{Provider: p0.Name(), Algorithm: name}
@@ -30,6 +33,6 @@ func (r *Registry) GroupKeyAgreement(name string, p, g *big.Int) (KeyAgreement, 
 	if err != nil {
 		return nil, err
 	}
-	r.metrics.count(prov, alg, OpDerive, 0, nil)
-	return ka, nil
+	src.counter(OpGenerate).timed(start, 0, nil)
+	return &servedKeyAgreement{KeyAgreement: ka, src: src, c: src.counter(OpDerive)}, nil
 }

@@ -207,6 +207,8 @@ ListenAddress 127.0.0.1
 HostKey $(host_key_uri)
 PKCS11Module $module
 PKCS11PinSource $state/pin
+PKCS11Environment SOFTHSM2_CONF=$SOFTHSM2_CONF
+PKCS11StateDir $state
 AuthorizedKeysFile $state/authorized_keys
 CalibrationCache $state/calibration
 PidFile $state/offload-sshd.pid
@@ -218,21 +220,29 @@ EOF
 }
 
 # --- run -------------------------------------------------------------------
-print_commands() {
+# commands writes the commands the quick start prints, one per line, to
+# STATE/commands; print_commands shows them; --smoke runs them as printed.
+commands() {
 	local user
 	user=$(id -un)
-	cat <<EOF
+	{
+		echo "ssh -p $port -i $client -o UserKnownHostsFile=$state/known_hosts $user@127.0.0.1"
+		echo "sftp -P $port -i $client -o UserKnownHostsFile=$state/known_hosts $user@127.0.0.1"
+		echo "$root/bin/offload sshd -T -f $state/sshd_config"
+	} >"$state/commands"
+}
 
-offload sshd is listening on 127.0.0.1:$port with its host key in SoftHSM.
-Connect with:
-
-  ssh -p $port -i $client -o UserKnownHostsFile=$state/known_hosts $user@127.0.0.1
-  sftp -P $port -i $client -o UserKnownHostsFile=$state/known_hosts $user@127.0.0.1
-
-Effective configuration: bin/offload sshd -T -f $state/sshd_config
-Stop with Ctrl-C.
-
-EOF
+print_commands() {
+	commands
+	echo
+	echo "offload sshd is listening on 127.0.0.1:$port with its host key in SoftHSM."
+	echo "Connect with:"
+	echo
+	sed -n '1,2s/^/  /p' "$state/commands"
+	echo
+	echo "Effective configuration: $(sed -n 3p "$state/commands")"
+	echo "Stop with Ctrl-C."
+	echo
 }
 
 # known_hosts writes STATE/known_hosts with the host key read from the
@@ -272,18 +282,24 @@ serve() {
 	wait "$pid"
 }
 
-# smoke_test PID: run a command over ssh and a listing over sftp with the
-# printed commands' options, then stop the server.
+# smoke_test PID: run every printed command as printed, from a shell
+# without SOFTHSM2_CONF (only this script sets it; the configuration
+# carries it in PKCS11Environment): a command over ssh, a listing over
+# sftp, the -T line; then stop the server.
 smoke_test() {
-	local user opts rc=0
-	user=$(id -un)
-	opts=(-i "$client" -o UserKnownHostsFile="$state/known_hosts" -o StrictHostKeyChecking=yes
-		-o BatchMode=yes -o IdentitiesOnly=yes)
-	say "smoke test: ssh"
-	out=$(ssh -p "$port" "${opts[@]}" "$user@127.0.0.1" echo offload-smoke-ok) || rc=1
-	[ "$out" = offload-smoke-ok ] || rc=1
-	say "smoke test: sftp"
-	echo "ls $state" | sftp -P "$port" "${opts[@]}" -b - "$user@127.0.0.1" >/dev/null || rc=1
+	local rc=0 sshc sftpc tc out
+	sshc=$(sed -n 1p "$state/commands")
+	sftpc=$(sed -n 2p "$state/commands")
+	tc=$(sed -n 3p "$state/commands")
+	say "smoke test: $sshc"
+	# BatchMode: fail rather than ask; it goes before the destination.
+	out=$(env -u SOFTHSM2_CONF bash -c "${sshc/#ssh /ssh -o BatchMode=yes } echo offload-smoke-ok" </dev/null) || rc=1
+	[ "$out" = offload-smoke-ok ] || { echo "ssh printed: $out" >&2; rc=1; }
+	say "smoke test: $sftpc"
+	echo "ls $state" | env -u SOFTHSM2_CONF bash -c "${sftpc/#sftp /sftp -o BatchMode=yes -b - }" >/dev/null || rc=1
+	say "smoke test: $tc"
+	out=$(env -u SOFTHSM2_CONF bash -c "$tc" 2>&1) || { echo "$out" >&2; rc=1; }
+	grep -q '^# hostkey .*held by pkcs11$' <<<"$out" || { echo "the -T output names no host key in the token:" >&2; echo "$out" >&2; rc=1; }
 	kill -TERM "$1"
 	wait "$1" || rc=1
 	if [ $rc -eq 0 ]; then say "smoke test passed"; else say "smoke test FAILED"; fi

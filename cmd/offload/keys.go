@@ -13,6 +13,7 @@ import (
 
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/pkcs11/uri"
+	"github.com/offload/offload/sshd/config"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 )
@@ -91,7 +92,10 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usagef("%v", err)
 		}
 	}
-	cfg := pkcs11.Config{PINSource: *pinSource, HealthInterval: -1, PINPrompt: promptPIN(stderr)}
+	// A PIN the token refuses is recorded where offload sshd records it,
+	// so neither sends it again.
+	cfg := pkcs11.Config{PINSource: *pinSource, HealthInterval: -1, PINPrompt: promptPIN(stderr),
+		StateDir: pinStateDir(&config.Config{})}
 	if u.Module() == "" {
 		if *module == "" {
 			return usagef("no PKCS #11 module: add module-path= or module-name= to the URI, or pass -module")

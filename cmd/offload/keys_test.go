@@ -105,6 +105,8 @@ func TestKeysCommand(t *testing.T) {
 }
 
 func TestKeysBadInput(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv(stateDirEnv, state) // refused PINs are recorded here, not in /var/lib/offload
 	tok := softhsmtest.NewToken(t, "cli-bad")
 	cases := []struct {
 		args []string
@@ -134,5 +136,8 @@ func TestKeysBadInput(t *testing.T) {
 	_, _, err := runKeys(t, "list", "-pin-source", bad, ref)
 	if err == nil || !strings.Contains(err.Error(), "CKR_PIN_INCORRECT") || strings.Contains(err.Error(), "999999-wrong") {
 		t.Errorf("wrong PIN: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(state, "pin-refused-*.json")); len(m) != 1 {
+		t.Errorf("refusal markers: %v, want one in $%s", m, stateDirEnv)
 	}
 }

@@ -26,6 +26,11 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 	fmt.Fprintln(w, "# providers")
 	for _, p := range reg.Providers() {
 		fmt.Fprintf(w, "#   %s (%s)\n", p.Name(), p.Kind())
+		if pr, ok := p.(provider.PendingReporter); ok {
+			for _, why := range pr.Pending() {
+				fmt.Fprintf(w, "#     MISSING: %s\n", why)
+			}
+		}
 	}
 	fmt.Fprintf(w, "# policy %s\n", reg.Policy())
 	sections := []struct {
@@ -60,6 +65,9 @@ func explainAlgorithm(w io.Writer, reg *provider.Registry, kind transport.Algori
 			continue
 		}
 		fmt.Fprintf(w, "# %s %s: %s by %s (%s)\n", what, name, alg, ex.Chosen, ex.Reason)
+		for _, warn := range ex.Warnings {
+			fmt.Fprintf(w, "#   warning: %s\n", warn)
+		}
 	}
 }
 

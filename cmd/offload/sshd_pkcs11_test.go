@@ -35,8 +35,9 @@ func TestSshdPKCS11HostKey(t *testing.T) {
 	keyURI := (&uri.URI{Token: tok.Label, Object: "hostkey"}).String()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sshd_config")
+	state := filepath.Join(dir, "state")
 	text := "ListenAddress 127.0.0.1:0\nCalibrationCache none\nHostKey " + keyURI + "\nPKCS11Module " + tok.Module +
-		"\nPKCS11PinSource " + tok.PINFile + "\n"
+		"\nPKCS11PinSource " + tok.PINFile + "\nPKCS11StateDir " + state + "\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,81 @@ func TestSshdPKCS11HostKey(t *testing.T) {
 		t.Fatalf("wrong PIN: err = %v", err)
 	}
 	t.Logf("wrong PIN error: %v", err)
+	// ExecStartPre, ExecStart and reloads run -t again: the refused PIN is
+	// not sent again (providers/pkcs11 counts the logins; a new process
+	// reads the marker from PKCS11StateDir).
+	_, _, err = runSshd("-t", "-f", cfg, "-o", "PKCS11PinSource="+bad)
+	if err == nil || !strings.Contains(err.Error(), "not sent again") {
+		t.Errorf("second -t with the refused PIN: %v, want it refused without sending it", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(state, "pin-refused-*.json")); len(m) != 1 {
+		t.Errorf("markers in PKCS11StateDir: %v, want one", m)
+	}
+}
+
+// TestSshdStartsWithoutAccelerator: a configured PKCS #11 module whose
+// token is absent, or a module that does not load, does not stop a
+// server whose host keys are files: -t passes with a warning, -T says
+// what is missing. A host key in the missing token still fails closed.
+func TestSshdStartsWithoutAccelerator(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "sshd-present")
+	absent := strings.Replace(tok.TokenURI(), "token=sshd-present", "token=sshd-absent", 1)
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nPKCS11StateDir none\nPKCS11Token "+absent+"\nProviderMap aes128-gcm=pkcs11\n")
+	if _, _, err := runSshd("-t", "-f", cfg); err != nil {
+		t.Fatalf("-t with the token absent and file host keys: %v", err)
+	}
+	out, _, err := runSshd("-T", "-f", cfg)
+	if err != nil {
+		t.Fatalf("-T: %v", err)
+	}
+	if !strings.Contains(out, "#     MISSING: token pkcs11:token=sshd-absent") || !strings.Contains(out, "not attached") ||
+		!strings.Contains(out, "#   warning: policy entry \"aes128-gcm=pkcs11\"") {
+		t.Errorf("-T does not say which token is missing:\n%s", out)
+	}
+	keyOnAbsent := strings.Replace(absent, "token=sshd-absent", "token=sshd-absent;object=host", 1)
+	_, _, err = runSshd("-t", "-f", cfg, "-o", "HostKey="+keyOnAbsent)
+	if err == nil || !strings.Contains(err.Error(), "not attached") || !strings.Contains(err.Error(), "no software fallback") {
+		t.Errorf("host key in the absent token: %v, want fail closed, naming it", err)
+	}
+
+	noModule := writeConfig(t, "ListenAddress 127.0.0.1:0\nPKCS11Module /nonexistent/libpkcs11.so\nPKCS11Token pkcs11:token=x\n")
+	if _, _, err := runSshd("-t", "-f", noModule); err != nil {
+		t.Fatalf("-t with a module that does not load and file host keys: %v", err)
+	}
+	out, _, err = runSshd("-T", "-f", noModule)
+	if err != nil || !strings.Contains(out, "MISSING: token pkcs11:token=x not attached: pkcs11: module /nonexistent/libpkcs11.so") {
+		t.Errorf("-T with the module missing: %v\n%s", err, out)
+	}
+	_, _, err = runSshd("-t", "-f", noModule, "-o", "HostKey=pkcs11:token=x;object=host")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libpkcs11.so") {
+		t.Errorf("host key with the module missing: %v, want fail closed, naming the module", err)
+	}
+}
+
+// TestSshdPKCS11Environment: PKCS11Environment sets the module's
+// environment, so a configuration file reaches a SoftHSM token without
+// SOFTHSM2_CONF in the environment of whoever runs it.
+func TestSshdPKCS11Environment(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "sshd-env")
+	keyURI := tok.URI("host")
+	p, err := pkcs11.OpenURI(keyURI, pkcs11.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Generate(context.Background(), keyURI, pkcs11.Ed25519); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	cfg := filepath.Join(t.TempDir(), "sshd_config")
+	os.WriteFile(cfg, []byte("ListenAddress 127.0.0.1:0\nCalibrationCache none\nPKCS11StateDir none\nHostKey "+keyURI+
+		"\nPKCS11Environment SOFTHSM2_CONF="+tok.ConfPath+"\n"), 0o644)
+	t.Setenv("SOFTHSM2_CONF", filepath.Join(t.TempDir(), "nothing-here.conf"))
+	if _, _, err := runSshd("-t", "-f", cfg); err != nil {
+		t.Fatalf("-t with SOFTHSM2_CONF from PKCS11Environment: %v", err)
+	}
+	if os.Getenv("SOFTHSM2_CONF") != tok.ConfPath {
+		t.Errorf("SOFTHSM2_CONF = %q", os.Getenv("SOFTHSM2_CONF"))
+	}
 }
 
 // TestSshdPKCS11Reload reloads a daemon whose host key is in a token: the
@@ -87,7 +163,7 @@ func TestSshdPKCS11Reload(t *testing.T) {
 	}
 	p.Close()
 	cfg := filepath.Join(t.TempDir(), "sshd_config")
-	text := "ListenAddress 127.0.0.1:0\nCalibrationCache none\nHostKey " + tok.URI("hostkey") + "\n"
+	text := "ListenAddress 127.0.0.1:0\nCalibrationCache none\nPKCS11StateDir none\nHostKey " + tok.URI("hostkey") + "\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +179,24 @@ func TestSshdPKCS11Reload(t *testing.T) {
 	}
 	if d.stats.reloads.Load() != 2 {
 		t.Fatalf("reloads = %d", d.stats.reloads.Load())
+	}
+
+	// The PIN file changes to a wrong PIN: the reload sees it, is refused,
+	// and the running generation keeps serving. The wrong PIN is not sent
+	// while the token stays logged in with the right one.
+	right, _ := os.ReadFile(tok.PINFile)
+	os.WriteFile(tok.PINFile, []byte("changed-to-wrong\n"), 0o600)
+	d.reload(context.Background())
+	if d.stats.reloadErrors.Load() != 1 {
+		t.Errorf("reload with a changed, wrong PIN: %d refused, want 1", d.stats.reloadErrors.Load())
+	}
+	if k := hostKeyOf(t, addr); string(k.Marshal()) != string(first.Marshal()) {
+		t.Fatalf("after the refused reload: host key changed")
+	}
+	os.WriteFile(tok.PINFile, right, 0o600)
+	d.reload(context.Background())
+	if d.stats.reloads.Load() != 3 {
+		t.Errorf("reload with the PIN restored: reloads = %d, want 3", d.stats.reloads.Load())
 	}
 }
 

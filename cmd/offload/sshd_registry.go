@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"crypto"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/offload/offload/provider"
@@ -20,6 +22,11 @@ import (
 // or a HostKey is a pkcs11: URI, the policy of CryptoPolicy, ProviderMap
 // and ProviderDeny, and calibration cached under CalibrationCache. All
 // registries of one process share metrics, so counters survive reloads.
+//
+// The accelerator is optional unless a host key lives in it: a module
+// that does not load, or a token that is absent, failing or refuses its
+// PIN, is a warning, the provider attaches the token when it appears, and
+// a host key on it fails closed (openHostKeys).
 func sshdRegistry(c *config.Config, metrics *provider.Metrics, log *slog.Logger) (*provider.Registry, error) {
 	f, err := cpu.Mask(cpu.Detect(), os.Getenv(cpu.MaskEnv))
 	if err != nil {
@@ -50,6 +57,8 @@ func sshdRegistry(c *config.Config, metrics *provider.Metrics, log *slog.Logger)
 // configuration uses no token. The tokens are PKCS11Token, or else those
 // the pkcs11: host keys name. The PIN comes from PKCS11PinSource, the
 // URIs' pin-source, or $OFFLOAD_PKCS11_PIN; never from the command line.
+// PKCS11Environment is set before the module loads. A module that cannot
+// be loaded gives a stand-in provider that says why (missingModule).
 func openPKCS11(c *config.Config, log *slog.Logger) (provider.Provider, error) {
 	tokens, err := pkcs11Tokens(c)
 	if err != nil {
@@ -60,15 +69,97 @@ func openPKCS11(c *config.Config, log *slog.Logger) (provider.Provider, error) {
 	}
 	if c.PKCS11Module == "" && tokens[0].Module() == "" {
 		return nil, fmt.Errorf("%s needs a PKCS #11 module: set PKCS11Module, or module-path= (or module-name=) in the URI",
-			provider.RedactRef(tokens[0].String()))
+			tokens[0])
+	}
+	for _, e := range c.PKCS11Env {
+		name, value, _ := strings.Cut(e, "=")
+		if err := os.Setenv(name, value); err != nil {
+			return nil, fmt.Errorf("PKCS11Environment %s: %w", name, err)
+		}
 	}
 	p, err := pkcs11.Open(pkcs11.Config{
 		ModulePath: c.PKCS11Module, Tokens: tokens, PINSource: c.PKCS11PinSource, Logger: log,
+		AllowMissing: true, StateDir: pinStateDir(c),
 	})
-	if err != nil {
+	var me *pkcs11.ModuleError
+	switch {
+	case errors.As(err, &me):
+		log.Warn("PKCS #11 module not loaded; starting without it (host keys in its tokens will fail)", "err", err)
+		return &missingModule{err: err, tokens: tokens}, nil
+	case err != nil:
 		return nil, fmt.Errorf("PKCS11Module: %w", err)
 	}
+	for _, why := range p.Pending() {
+		log.Warn("PKCS #11 token not attached; starting without it, it is attached when it appears", "token", why)
+	}
 	return p, nil
+}
+
+// stateDirEnv overrides the default state directory (tests use it).
+const stateDirEnv = "OFFLOAD_STATE_DIR"
+
+// pinStateDir is where the provider records refused PINs: PKCS11StateDir,
+// or else $OFFLOAD_STATE_DIR, /var/lib/offload as root, and
+// $XDG_STATE_HOME/offload (default ~/.local/state/offload) otherwise;
+// "" (memory only) for "none".
+func pinStateDir(c *config.Config) string {
+	switch c.PKCS11StateDir {
+	case "none":
+		return ""
+	case "":
+	default:
+		return c.PKCS11StateDir
+	}
+	if d := os.Getenv(stateDirEnv); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/offload"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "offload")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "offload")
+	}
+	return ""
+}
+
+// missingModule stands in for a PKCS #11 provider whose module could not
+// be loaded: it serves nothing, answers to the names a pin or deny entry
+// would use for it (so the policy is a warning, not an error), says why
+// in Pending, and fails every key it is asked for, closed.
+type missingModule struct {
+	err    error
+	tokens []*uri.URI
+}
+
+var (
+	_ provider.PendingReporter = (*missingModule)(nil)
+	_ provider.SignerProvider  = (*missingModule)(nil)
+	_ provider.Matcher         = (*missingModule)(nil)
+)
+
+func (m *missingModule) Name() string                        { return pkcs11.DefaultName }
+func (m *missingModule) Kind() provider.Kind                 { return provider.KindHardware }
+func (m *missingModule) Capabilities() []provider.Capability { return nil }
+func (m *missingModule) Close() error                        { return nil }
+func (m *missingModule) Matches(spec string) bool            { return uri.IsURI(spec) }
+func (m *missingModule) CanOpen(ref string) bool             { return uri.IsURI(ref) }
+
+func (m *missingModule) Pending() []string {
+	var out []string
+	for _, t := range m.tokens {
+		out = append(out, fmt.Sprintf("token %s not attached: %v", t, m.err))
+	}
+	if len(out) == 0 {
+		out = append(out, m.err.Error())
+	}
+	return out
+}
+
+func (m *missingModule) Signer(context.Context, string) (crypto.Signer, error) {
+	return nil, fmt.Errorf("%w (the key lives only in the token: there is no software fallback)", m.err)
 }
 
 func pkcs11Tokens(c *config.Config) ([]*uri.URI, error) {

@@ -167,7 +167,7 @@ func ResolveModule(nameOrPath string) (string, error) {
 	}
 	if strings.ContainsRune(nameOrPath, '/') {
 		if _, err := os.Stat(nameOrPath); err != nil {
-			return "", fmt.Errorf("pkcs11: module %s: %w", nameOrPath, err)
+			return "", &ModuleError{Module: nameOrPath, Err: err}
 		}
 		return nameOrPath, nil
 	}
@@ -187,8 +187,8 @@ func ResolveModule(nameOrPath string) (string, error) {
 			tried = append(tried, p)
 		}
 	}
-	return "", fmt.Errorf("pkcs11: module-name %q not found (looked for %s.module in %s and in %d places such as %s)",
-		nameOrPath, name, strings.Join(p11KitModuleDirs, ", "), len(tried), tried[0])
+	return "", &ModuleError{Module: nameOrPath, Err: fmt.Errorf("module-name %q not found (looked for %s.module in %s and in %d places such as %s)",
+		nameOrPath, name, strings.Join(p11KitModuleDirs, ", "), len(tried), tried[0])}
 }
 
 func moduleFromP11KitFile(path string) string {

@@ -72,6 +72,23 @@ var (
 	ErrClosed = provider.ErrClosed
 )
 
+// ModuleError reports a module that could not be found, loaded or
+// initialized. It matches provider.ErrUnavailable: a program may start
+// without the module when nothing it must have lives in a token.
+type ModuleError struct {
+	Module string // path or name, as given
+	Err    error
+}
+
+func (e *ModuleError) Error() string {
+	return "pkcs11: module " + e.Module + ": " + strings.TrimPrefix(e.Err.Error(), "pkcs11: ")
+}
+
+func (e *ModuleError) Unwrap() error { return e.Err }
+
+// Is matches provider.ErrUnavailable.
+func (e *ModuleError) Is(target error) bool { return target == provider.ErrUnavailable }
+
 // errPending marks the error of a token that is configured but not
 // attached.
 var errPending = errors.New("configured but not present")

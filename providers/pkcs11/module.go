@@ -102,7 +102,7 @@ var modules = struct {
 func openModule(path string) (m *module, fresh bool, err error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("pkcs11: module %s: %w", path, err)
+		return nil, false, &ModuleError{Module: path, Err: err}
 	}
 	modules.Lock()
 	defer modules.Unlock()
@@ -112,7 +112,7 @@ func openModule(path string) (m *module, fresh bool, err error) {
 	}
 	ctx := pkcs11.New(real)
 	if ctx == nil {
-		return nil, false, fmt.Errorf("pkcs11: module %s could not be loaded (not a PKCS #11 library, or a dependency is missing)", path)
+		return nil, false, &ModuleError{Module: path, Err: errors.New("could not be loaded (not a PKCS #11 library, or a dependency is missing)")}
 	}
 	m = &module{path: real, ctx: ctx, refs: 1, ownsInit: true}
 	if err := ctx.Initialize(); err != nil {
@@ -121,7 +121,7 @@ func openModule(path string) (m *module, fresh bool, err error) {
 			m.ownsInit = false // someone else in this process initialized it
 		} else {
 			ctx.Destroy()
-			return nil, false, wrapErr(err, "initialize module "+path, "", "")
+			return nil, false, &ModuleError{Module: path, Err: wrapErr(err, "initialize", "", "")}
 		}
 	}
 	m.gen.Store(1)

@@ -139,6 +139,8 @@ type Config struct {
 	PKCS11Module     string   // module path or name; "" for none
 	PKCS11Tokens     []string // pkcs11: URIs selecting tokens; empty: all
 	PKCS11PinSource  string   // file holding the PIN; "" for the environment
+	PKCS11Env        []string // NAME=VALUE set for the PKCS #11 module before it loads
+	PKCS11StateDir   string   // where refused PINs are recorded; "" for the default, "none" for memory only
 	CryptoPolicy     provider.Mode
 	CryptoProfile    string            // transport profile of the algorithm lists not set: default, hardened
 	ProviderMap      map[string]string // algorithm -> provider spec

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -29,6 +31,52 @@ func pkcs11TokenKW() *keyword {
 		},
 		def:   func(c *Config) { c.PKCS11Tokens = nil },
 		print: eachLine(func(c *Config) []string { return redactAll(c.PKCS11Tokens) })}
+}
+
+// pkcs11EnvKW is PKCS11Environment NAME=VALUE: a variable set for the
+// module before it is loaded (SoftHSM's SOFTHSM2_CONF, a network HSM
+// client's configuration), so that the configuration file alone says how
+// to reach the token. Repeatable; a name given twice keeps its first value.
+func pkcs11EnvKW() *keyword {
+	return &keyword{name: "PKCS11Environment", minArgs: 1, maxArgs: 1, repeat: accumulate,
+		set: func(c *Config, a []string) error {
+			name, _, ok := strings.Cut(a[0], "=")
+			if !ok || name == "" || strings.ContainsAny(name, " \t") {
+				return fmt.Errorf("want NAME=VALUE, got %q", a[0])
+			}
+			for _, e := range c.PKCS11Env {
+				if n, _, _ := strings.Cut(e, "="); n == name {
+					return nil
+				}
+			}
+			c.PKCS11Env = append(c.PKCS11Env, a[0])
+			return checkCount(len(c.PKCS11Env), maxTokens, "PKCS11Environment lines")
+		},
+		def:   func(c *Config) { c.PKCS11Env = nil },
+		print: eachLine(func(c *Config) []string { return c.PKCS11Env })}
+}
+
+// pkcs11StateDirKW is PKCS11StateDir DIR|none|default: where the PKCS #11
+// provider records PINs its tokens refused, so that no later start sends
+// them again (default: /var/lib/offload as root, else
+// $XDG_STATE_HOME/offload; none: memory only).
+func pkcs11StateDirKW() *keyword {
+	return &keyword{name: "PKCS11StateDir", minArgs: 1, maxArgs: 1,
+		set: func(c *Config, a []string) error {
+			switch {
+			case a[0] == "":
+				return errors.New("empty path")
+			case strings.EqualFold(a[0], "default"):
+				c.PKCS11StateDir = ""
+			case strings.EqualFold(a[0], "none"):
+				c.PKCS11StateDir = "none"
+			default:
+				c.PKCS11StateDir = a[0]
+			}
+			return nil
+		},
+		def:   func(c *Config) { c.PKCS11StateDir = "" },
+		print: func(c *Config) [][]string { return [][]string{{defaultIfEmpty(c.PKCS11StateDir)}} }}
 }
 
 func cryptoPolicyKW() *keyword {

@@ -243,6 +243,8 @@ var keywords = []*keyword{
 	pkcs11TokenKW().own().supported("daemon: the tokens the PKCS #11 provider opens").eg("pkcs11:token=offload"),
 	pathKW("PKCS11PinSource", func(c *Config) *string { return &c.PKCS11PinSource }).
 		own().supported("daemon: the PKCS #11 provider's PIN").eg("/etc/offload/pin"),
+	pkcs11EnvKW().own().supported("daemon: the PKCS #11 module's environment").eg("SOFTHSM2_CONF=/etc/softhsm/softhsm2.conf"),
+	pkcs11StateDirKW().own().supported("daemon: where refused PINs are recorded").eg("/var/lib/offload"),
 	cryptoPolicyKW().own().supported("daemon: registry policy mode").eg("software-only"),
 	enumKW("CryptoProfile", string(transport.ProfileDefault), func(c *Config) *string { return &c.CryptoProfile },
 		[]string{string(transport.ProfileDefault), string(transport.ProfileHardened)}, nil).
