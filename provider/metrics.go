@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -205,4 +206,53 @@ func (m *Metrics) counter(p Provider, alg *Algorithm, op Op) *Counter {
 		return nil
 	}
 	return m.Counter(p.Name(), alg.Name, op)
+}
+
+// Add adds s — counts made elsewhere, such as by another process of the
+// same server — to m's counter of s.Provider, s.Algorithm and s.Op,
+// timed calls and latency buckets included. It fails for an unknown Op.
+func (m *Metrics) Add(s Sample) error {
+	op, ok := ParseOp(s.Op)
+	if !ok {
+		return fmt.Errorf("provider: metrics: unknown operation %q", s.Op)
+	}
+	c := m.Counter(s.Provider, s.Algorithm, op)
+	c.Ops.Add(s.Ops)
+	c.Bytes.Add(s.Bytes)
+	c.Errors.Add(s.Errors)
+	c.Timed.Add(s.Timed)
+	c.Latency.Add(int64(s.Latency))
+	for i := range min(len(s.Buckets), len(c.Buckets)) {
+		c.Buckets[i].Add(s.Buckets[i])
+	}
+	return nil
+}
+
+// Sub returns what s counted since prev, an earlier sample of the same
+// counter (for sending deltas).
+func (s Sample) Sub(prev Sample) Sample {
+	d := s
+	d.Ops, d.Bytes, d.Errors, d.Timed = s.Ops-prev.Ops, s.Bytes-prev.Bytes, s.Errors-prev.Errors, s.Timed-prev.Timed
+	d.Latency = s.Latency - prev.Latency
+	d.Buckets = nil
+	if len(s.Buckets) > 0 {
+		d.Buckets = make([]uint64, len(s.Buckets))
+		for i := range s.Buckets {
+			d.Buckets[i] = s.Buckets[i]
+			if i < len(prev.Buckets) {
+				d.Buckets[i] -= prev.Buckets[i]
+			}
+		}
+	}
+	return d
+}
+
+// ParseOp returns the single operation named as Op.String prints it.
+func ParseOp(name string) (Op, bool) {
+	for i, n := range opNames {
+		if n == name {
+			return Op(1) << i, true
+		}
+	}
+	return 0, false
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/provider"
 )
@@ -353,5 +354,30 @@ func TestFallibleAEADThroughRegistry(t *testing.T) {
 	ct[0] ^= 1
 	if _, err := provider.Open(a, nil, nonce, ct, nil); !errors.Is(err, provider.ErrAuthentication) {
 		t.Errorf("Open of a forged message: %v, want ErrAuthentication", err)
+	}
+}
+
+func TestMetricsAddAndSub(t *testing.T) {
+	a, b := provider.NewMetrics(), provider.NewMetrics()
+	a.Observe("p", "ed25519", provider.OpSign, 32, time.Millisecond, nil)
+	first := a.Snapshot()[0]
+	a.Observe("p", "ed25519", provider.OpSign, 32, 3*time.Millisecond, errors.New("x"))
+	d := a.Snapshot()[0].Sub(first)
+	if err := b.Add(d); err != nil {
+		t.Fatal(err)
+	}
+	got := b.Snapshot()[0]
+	if got.Ops != 1 || got.Errors != 1 || got.Timed != 1 || got.Latency != 3*time.Millisecond || got.Bytes != 32 {
+		t.Errorf("delta added = %+v", got)
+	}
+	var n uint64
+	for _, c := range got.Buckets {
+		n += c
+	}
+	if n != 1 {
+		t.Errorf("buckets %v, want one timed call", got.Buckets)
+	}
+	if err := b.Add(provider.Sample{Op: "nonsense"}); err == nil {
+		t.Errorf("unknown op accepted")
 	}
 }
