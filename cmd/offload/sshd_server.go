@@ -276,6 +276,8 @@ type daemonView struct {
 	PKCS11Module     string
 	PKCS11Tokens     []string
 	PKCS11PinSource  string
+	PKCS11Env        []string
+	PKCS11StateDir   string
 	CalibrationCache string
 	Metrics          string
 }
@@ -290,6 +292,7 @@ func daemonViewOf(c *config.Config) daemonView {
 		Listen: listenKeys(c), PidFile: c.PidFile, LogLevel: c.SlogLevel(), Syslog: syslogFacility(c),
 		TCPKeepAlive: c.TCPKeepAlive, HostKeys: c.HostKeys, Policy: c.Policy().String(),
 		PKCS11Module: c.PKCS11Module, PKCS11Tokens: toks, PKCS11PinSource: c.PKCS11PinSource,
+		PKCS11Env: c.PKCS11Env, PKCS11StateDir: pinStateDir(c),
 		CalibrationCache: c.CalibrationCache, Metrics: c.MetricsAddress,
 	}
 }

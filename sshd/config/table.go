@@ -244,7 +244,7 @@ var keywords = []*keyword{
 	pathKW("PKCS11PinSource", func(c *Config) *string { return &c.PKCS11PinSource }).
 		own().supported("daemon: the PKCS #11 provider's PIN").eg("/etc/offload/pin"),
 	pkcs11EnvKW().own().supported("daemon: the PKCS #11 module's environment").eg("SOFTHSM2_CONF=/etc/softhsm/softhsm2.conf"),
-	pkcs11StateDirKW().own().supported("daemon: where refused PINs are recorded").eg("/var/lib/offload"),
+	pkcs11StateDirKW().own().supported("daemon: where refused PINs are recorded").eg("/srv/offload/state"),
 	cryptoPolicyKW().own().supported("daemon: registry policy mode").eg("software-only"),
 	enumKW("CryptoProfile", string(transport.ProfileDefault), func(c *Config) *string { return &c.CryptoProfile },
 		[]string{string(transport.ProfileDefault), string(transport.ProfileHardened)}, nil).
