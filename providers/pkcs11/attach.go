@@ -358,7 +358,9 @@ func (t *token) tryAttach(ctx context.Context) error {
 		return err
 	}
 	d, ok := c.unclaimed(t, descs)
-	if !ok && c.mod.ownsInit && c.allPending() && !time.Now().Before(t.reinitAfter) {
+	// A token the module lists but could not attach (being set up when it
+	// was seen) may look stale to the module until it initializes again.
+	if (!ok || t.notReady) && c.mod.ownsInit && c.allPending() && !time.Now().Before(t.reinitAfter) {
 		t.reinitWait = min(max(2*t.reinitWait, time.Second), 30*time.Second)
 		t.reinitAfter = time.Now().Add(t.reinitWait)
 		if err := c.mod.reinitialize(gen); err != nil {
@@ -376,9 +378,11 @@ func (t *token) tryAttach(ctx context.Context) error {
 		return ErrNotFound
 	}
 	if err := t.attachTo(ctx, d); err != nil {
+		t.notReady = ClassOf(err) == ClassDevice
 		t.setPending(err)
 		return err
 	}
+	t.notReady = false
 	t.recoveries.Add(1)
 	c.log.Info("token attached", "token", d.Label, "serial", d.Serial, "slot", d.SlotID)
 	c.capsChanged()

@@ -53,6 +53,7 @@ type token struct {
 	recoverMu    sync.Mutex
 	reinitAfter  time.Time     // guarded by recoverMu: no module reinitialization before
 	reinitWait   time.Duration // guarded by recoverMu: grows while the token stays away
+	notReady     bool          // guarded by recoverMu: a pending token was seen but did not attach
 	recoveries   atomic.Uint64
 	lastProbeErr atomic.Pointer[error]
 }
