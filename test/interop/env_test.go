@@ -165,8 +165,16 @@ func (e *env) clientKeys(t *testing.T) {
 		}
 		auth = append(auth, pub...)
 	}
-	e.authKeys = filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(e.authKeys, auth, 0o644); err != nil {
+	// The user's own file, as sshd reads it with the user's permissions.
+	sshDir := filepath.Join(e.home, ".ssh")
+	if err := os.Mkdir(sshDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.authKeys = filepath.Join(sshDir, "authorized_keys")
+	if err := os.WriteFile(e.authKeys, auth, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.chownTree(sshDir); err != nil {
 		t.Fatal(err)
 	}
 	if puttygen, err := exec.LookPath("puttygen"); err == nil {
