@@ -3,9 +3,11 @@ package ipc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 )
 
 // LogHandler is the slog.Handler of a child process: each record goes to
@@ -38,7 +40,7 @@ func (h *LogHandler) Handle(_ context.Context, r slog.Record) error {
 		if h.group != "" {
 			key = h.group + "." + key
 		}
-		attrs[key] = a.Value.Resolve().Any()
+		attrs[key] = plain(a.Value.Resolve())
 		return true
 	}
 	for _, a := range h.attrs {
@@ -55,6 +57,25 @@ func (h *LogHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	h.peer.Notify(TypeLog, (&Log{Level: int8(r.Level), Msg: msg, Attrs: b}).Marshal())
 	return nil
+}
+
+// plain is v as the monitor's text log would show it: errors by their
+// message, durations and times as text, other values as they are.
+func plain(v slog.Value) any {
+	switch v.Kind() {
+	case slog.KindDuration:
+		return v.Duration().String()
+	case slog.KindTime:
+		return v.Time().Format(time.RFC3339Nano)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return x.Error()
+		case fmt.Stringer:
+			return x.String()
+		}
+	}
+	return v.Any()
 }
 
 // WithAttrs returns a handler that adds attrs to every record.

@@ -87,9 +87,9 @@ func (c *child) start(cred *syscall.Credential, cfg *ipc.ChildConfig, env []stri
 	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: []*os.File{sock},
 		Env:         append([]string{ipc.RoleEnv + "=" + c.role}, env...),
 		SysProcAttr: &syscall.SysProcAttr{Credential: cred, Setsid: true}}
-	if c.role == ipc.RolePreauth {
-		c.cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
+	// No Pdeathsig: it fires when the forking OS thread ends, and the
+	// monitor retires threads (sandbox.OpenAs). A worker ends when its
+	// socket to the monitor closes, which the monitor's death does too.
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
 		parent.Close()

@@ -1,0 +1,250 @@
+// Package privsep tests the process model of offload sshd as an
+// administrator sees it: the real binary, run as root, with throwaway
+// users and the OpenSSH client.
+package privsep
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/sshtest"
+	"github.com/offload/offload/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// offloadBinary builds cmd/offload once for the package's tests.
+func offloadBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "privsep-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		os.Chmod(dir, 0o755)
+		binary = filepath.Join(dir, "offload")
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/offload/offload/cmd/offload").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// daemon is a running offload sshd.
+type daemon struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	port string
+	log  *sshtest.LogBuffer
+	dir  string
+}
+
+// startDaemon runs offload sshd as root on a free loopback port with the
+// configuration lines given (plus a host key and the port), and extra
+// descriptors for it to inherit (fd 3 on).
+func startDaemon(t *testing.T, extra []*os.File, lines ...string) *daemon {
+	return startDaemonWith(t, nil, extra, lines...)
+}
+
+// startDaemonWith is startDaemon with a wrapper command (prlimit, say)
+// before the binary.
+func startDaemonWith(t *testing.T, wrapper []string, extra []*os.File, lines ...string) *daemon {
+	t.Helper()
+	testenv.Root(t)
+	testenv.LookPath(t, "ssh", "Debian package openssh-client")
+	bin := offloadBinary(t)
+	dir := t.TempDir()
+	hostKey := filepath.Join(dir, "host_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	port := freePort(t)
+	conf := filepath.Join(dir, "sshd_config")
+	text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nLogLevel DEBUG\n%s\n", port, hostKey, strings.Join(lines, "\n"))
+	os.WriteFile(conf, []byte(text), 0o600)
+	d := &daemon{t: t, port: port, log: &sshtest.LogBuffer{}, dir: dir}
+	argv := append(append([]string(nil), wrapper...), bin, "sshd", "-f", conf, "-e", "-shutdown-timeout", "2s")
+	d.cmd = exec.Command(argv[0], argv[1:]...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.ExtraFiles = extra
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	d.waitListening()
+	return d
+}
+
+func (d *daemon) stop() {
+	d.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+	}
+	if d.t.Failed() {
+		d.t.Logf("offload sshd log:\n%s", d.log.String())
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return p
+}
+
+func (d *daemon) waitListening() {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+d.port); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.t.Fatalf("offload sshd did not listen on %s:\n%s", d.port, d.log.String())
+}
+
+// account is a throwaway user with a key the OpenSSH client logs in with.
+type account struct {
+	*user.User
+	key string // private key file
+	uid int
+}
+
+// newAccount creates a user with an authorized key (and extra useradd
+// arguments, such as -G for groups).
+func newAccount(t *testing.T, args ...string) *account {
+	t.Helper()
+	u := testenv.NewUser(t, args...)
+	testenv.Run(t, "usermod", "-p", "*", u.Username) // no password, not locked ("!")
+	dir := t.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	pub, _ := os.ReadFile(key + ".pub")
+	ssh := filepath.Join(u.HomeDir, ".ssh")
+	os.MkdirAll(ssh, 0o700)
+	os.WriteFile(filepath.Join(ssh, "authorized_keys"), pub, 0o600)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	for _, p := range []string{ssh, filepath.Join(ssh, "authorized_keys")} {
+		os.Chown(p, uid, gid)
+	}
+	return &account{User: u, key: key, uid: uid}
+}
+
+// ssh runs the OpenSSH client as a for the command, returning stdout,
+// stderr and the exit code.
+func (d *daemon) ssh(a *account, command string, opts ...string) (string, string, int) {
+	d.t.Helper()
+	args := []string{"-p", d.port, "-i", a.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"}
+	for _, o := range opts {
+		args = append(args, "-o", o)
+	}
+	args = append(args, a.Username+"@127.0.0.1", command)
+	cmd := exec.Command("ssh", args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("ssh: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// mustSSH is ssh that must succeed.
+func (d *daemon) mustSSH(a *account, command string, opts ...string) string {
+	d.t.Helper()
+	out, errs, code := d.ssh(a, command, opts...)
+	if code != 0 {
+		d.t.Fatalf("ssh %s %q: exit %d: %s", a.Username, command, code, errs)
+	}
+	return out
+}
+
+// children returns the pids of the daemon's children whose command line
+// starts with prefix.
+func (d *daemon) children(prefix string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.HasPrefix(string(cmdline), prefix) && parentOf(pid) == d.serverPid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// status returns the fields of /proc/PID/status.
+func status(pid int) map[string]string {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	m := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, v, _ := strings.Cut(s.Text(), ":")
+		m[k] = strings.TrimSpace(v)
+	}
+	return m
+}
+
+// serverPid is the pid of offload sshd (which a wrapper such as prlimit
+// execs in its own place).
+func (d *daemon) serverPid() int { return d.cmd.Process.Pid }
+
+func parentOf(pid int) int {
+	n, _ := strconv.Atoi(status(pid)["PPid"])
+	return n
+}
+
+// firstField is the first of the whitespace-separated values of a status
+// line (the real uid of "Uid:").
+func firstField(v string) string {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}

@@ -1,0 +1,327 @@
+package privsep
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/testenv"
+)
+
+// TestSessionRunsAsTheUser: a session has the user's uid, gid and
+// supplementary groups and only the standard descriptors, and its parent
+// — the post-auth process — runs as the user, non-dumpable, while the
+// pre-auth workers run unprivileged under no_new_privs and seccomp.
+func TestSessionRunsAsTheUser(t *testing.T) {
+	d := startDaemon(t, nil, "PreauthWorkers 2")
+	grp := testenv.UniqueName("oftg")
+	testenv.Run(t, "groupadd", grp)
+	t.Cleanup(func() { exec.Command("groupdel", grp).Run() })
+	a := newAccount(t, "-G", grp)
+	out := d.mustSSH(a, "id -u; id -g; id -G; ls /proc/self/fd; echo $PPID")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 5 {
+		t.Fatalf("output %q", out)
+	}
+	if lines[0] != a.Uid || lines[1] != a.Gid {
+		t.Fatalf("session uid/gid %s/%s, want %s/%s", lines[0], lines[1], a.Uid, a.Gid)
+	}
+	wantGroups, _ := a.GroupIds()
+	gotGroups := strings.Fields(lines[2])
+	slices.Sort(wantGroups)
+	slices.Sort(gotGroups)
+	if !slices.Equal(gotGroups, wantGroups) {
+		t.Fatalf("session groups %v, want %v", gotGroups, wantGroups)
+	}
+	fds := lines[3 : len(lines)-1]
+	// ls itself holds one descriptor for the directory it lists.
+	if len(fds) > 4 || !slices.Contains(fds, "0") || !slices.Contains(fds, "1") || !slices.Contains(fds, "2") {
+		t.Fatalf("session descriptors %v, want 0, 1, 2 (and ls's own)", fds)
+	}
+	post, _ := strconv.Atoi(lines[len(lines)-1])
+	ps := status(post)
+	if firstField(ps["Uid"]) != a.Uid {
+		t.Fatalf("the session's parent (%d) runs as uid %q, want %s", post, ps["Uid"], a.Uid)
+	}
+	var workers []int
+	waitFor(t, "two pre-auth workers", func() bool {
+		workers = d.children("offload-sshd: pre-auth worker")
+		return len(workers) == 2
+	})
+	for _, w := range workers {
+		ws := status(w)
+		if firstField(ws["Uid"]) == "0" || ws["NoNewPrivs"] != "1" || ws["Seccomp"] != "2" {
+			t.Fatalf("pre-auth worker %d: Uid %s, NoNewPrivs %s, Seccomp %s", w, ws["Uid"], ws["NoNewPrivs"], ws["Seccomp"])
+		}
+	}
+}
+
+// TestPostauthNotDumpable: the user cannot attach to the process that
+// holds the session keys.
+func TestPostauthNotDumpable(t *testing.T) {
+	d := startDaemon(t, nil)
+	a := newAccount(t)
+	out, _, _ := d.ssh(a, "cat /proc/$PPID/environ >/dev/null && echo readable || echo refused")
+	if strings.TrimSpace(out) != "refused" {
+		t.Fatalf("the user read the post-auth process's memory-backed files: %q", out)
+	}
+}
+
+// TestForwardedConnectionIsTheUsers: the socket a user's `ssh -L` opens
+// on the server belongs to the user, so firewall rules on the uid apply.
+func TestForwardedConnectionIsTheUsers(t *testing.T) {
+	d := startDaemon(t, nil)
+	a := newAccount(t)
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	owner := make(chan string, 1)
+	go func() {
+		c, err := target.Accept()
+		if err != nil {
+			return
+		}
+		_, port, _ := net.SplitHostPort(c.RemoteAddr().String())
+		owner <- socketOwner(port)
+		c.Close()
+	}()
+	local := freePort(t)
+	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target.Addr().String())
+	cmd := sshCommand(d, a, "sleep 5", fwd, "ExitOnForwardFailure=yes")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	c := dialRetry(t, "127.0.0.1:"+local, &stderr)
+	defer c.Close()
+	select {
+	case uid := <-owner:
+		if uid != a.Uid {
+			t.Fatalf("the forwarded connection's socket is uid %s's, want the user's %s", uid, a.Uid)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no forwarded connection arrived")
+	}
+}
+
+// sshCommand is the ssh command line of daemon.ssh, not started.
+func sshCommand(d *daemon, a *account, command string, opts ...string) *exec.Cmd {
+	args := []string{"-p", d.port, "-i", a.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"}
+	for _, o := range opts {
+		args = append(args, "-o", o)
+	}
+	return exec.Command("ssh", append(args, a.Username+"@127.0.0.1", command)...)
+}
+
+func dialRetry(t *testing.T, addr string, stderr fmt.Stringer) net.Conn {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			return c
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s; ssh said: %s", addr, stderr)
+	return nil
+}
+
+// socketOwner is the uid of the TCP socket bound to local port port, from
+// /proc/net/tcp.
+func socketOwner(port string) string {
+	n, _ := strconv.Atoi(port)
+	want := fmt.Sprintf(":%04X", n)
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) > 7 && strings.HasSuffix(fields[1], want) {
+			return fields[7]
+		}
+	}
+	return ""
+}
+
+// TestInheritedDescriptorsDoNotReachSessions: a descriptor the launcher
+// left open (here fd 7, on a root-only file) is not readable from a
+// user's session.
+func TestInheritedDescriptorsDoNotReachSessions(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "root-only")
+	os.WriteFile(secret, []byte("secret\n"), 0o600)
+	var extra []*os.File
+	for i := 3; i <= 7; i++ { // ExtraFiles[i-3] becomes fd i
+		f, err := os.Open(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		extra = append(extra, f)
+	}
+	d := startDaemon(t, extra)
+	a := newAccount(t)
+	out, _, _ := d.ssh(a, "cat <&7 || echo no-fd-7")
+	if strings.Contains(out, "secret") || !strings.Contains(out, "no-fd-7") {
+		t.Fatalf("a session read the launcher's descriptor: %q", out)
+	}
+}
+
+// TestWorkerCrashEndsOnlyItsConnections: a pre-auth worker killed with
+// SIGKILL takes its own pending connections along and nothing else: the
+// other worker's connections stay, the server goes on accepting, logins
+// work, and the worker is started again.
+func TestWorkerCrashEndsOnlyItsConnections(t *testing.T) {
+	d := startDaemon(t, nil, "PreauthWorkers 2", "MaxStartups 100")
+	a := newAccount(t)
+	var pending []net.Conn
+	for i := 0; i < 8; i++ { // pre-auth connections, spread over both workers
+		c, err := net.Dial("tcp", "127.0.0.1:"+d.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		readLine(t, c) // the server's version: a worker holds it
+		pending = append(pending, c)
+	}
+	workers := d.children("offload-sshd: pre-auth worker")
+	if len(workers) != 2 {
+		t.Fatalf("%d workers", len(workers))
+	}
+	syscall.Kill(workers[0], syscall.SIGKILL)
+	ended := make(chan bool, len(pending))
+	for _, c := range pending {
+		go func() {
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_, err := c.Read(make([]byte, 1))
+			ended <- err == io.EOF || isReset(err)
+		}()
+	}
+	closed := 0
+	for range pending {
+		if <-ended {
+			closed++
+		}
+	}
+	if closed == 0 || closed == len(pending) {
+		t.Fatalf("%d of %d pending connections ended; want those of the killed worker only", closed, len(pending))
+	}
+	d.mustSSH(a, "true")
+	waitFor(t, "a new pre-auth worker", func() bool { return len(d.children("offload-sshd: pre-auth worker")) == 2 })
+	if !strings.Contains(d.log.String(), "ended unexpectedly") {
+		t.Fatal("the worker's crash was not logged")
+	}
+}
+
+func readLine(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	l, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the version: %v", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	return l
+}
+
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "reset")
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestUserOutOfDescriptorsDoesNotStopOthers: when user A's post-auth
+// process has no descriptor left (the server runs with a low descriptor
+// limit, which its children inherit, and A opens forwarded connections
+// until it is reached), A's new channels fail, but user B logs in and
+// works, and so does the host-key signing everyone needs.
+func TestUserOutOfDescriptorsDoesNotStopOthers(t *testing.T) {
+	testenv.LookPath(t, "prlimit", "Debian package util-linux")
+	d := startDaemonWith(t, []string{"prlimit", "--nofile=40:40"}, nil, "PreauthWorkers 1", "MaxSessions 100")
+	alice, bob := newAccount(t), newAccount(t)
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // keep them open
+		}
+	}()
+	local := freePort(t)
+	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target.Addr().String())
+	cmd := sshCommand(d, alice, "sleep 60", fwd)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	dialRetry(t, "127.0.0.1:"+local, &stderr).Close()
+	var clients []net.Conn
+	for i := 0; i < 60; i++ { // alice's post-auth process has a limit of 40 descriptors
+		c, err := net.Dial("tcp", "127.0.0.1:"+local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	waitFor(t, "alice's process to run out of descriptors", func() bool {
+		return strings.Contains(d.log.String(), "too many open files")
+	})
+	if out := d.mustSSH(bob, "echo bob"); strings.TrimSpace(out) != "bob" {
+		t.Fatalf("bob: %q", out)
+	}
+}
+
+// TestAuthorizedKeysReadAsTheUser: an authorized_keys that is a symbolic
+// link to a file only root may read is not used (OpenSSH reads it as the
+// user too), even though that file lists the user's key.
+func TestAuthorizedKeysReadAsTheUser(t *testing.T) {
+	d := startDaemon(t, nil)
+	a := newAccount(t)
+	ak := filepath.Join(a.HomeDir, ".ssh", "authorized_keys")
+	keys, _ := os.ReadFile(ak)
+	rootOnly := filepath.Join(d.dir, "root-only-keys")
+	os.WriteFile(rootOnly, keys, 0o600)
+	os.Remove(ak)
+	os.Symlink(rootOnly, ak)
+	if out, errs, code := d.ssh(a, "echo in"); code == 0 {
+		t.Fatalf("logged in with keys from a root-only file: %q %q", out, errs)
+	}
+	if !strings.Contains(d.log.String(), "permission denied") {
+		t.Fatal("the refusal to read the file was not logged")
+	}
+}
