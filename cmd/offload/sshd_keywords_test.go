@@ -107,6 +107,10 @@ func exampleFor(t *testing.T, ki config.KeywordInfo) string {
 		}
 		return p
 	}
+	if ki.Name == "AuthorizedKeysCommand" || ki.Name == "AuthorizedPrincipalsCommand" {
+		// a command needs its user, or the configuration is refused (as by OpenSSH)
+		return ki.Example + "\n" + ki.Name + "User nobody"
+	}
 	return ki.Example
 }
 

@@ -183,6 +183,11 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		AllowGroups:                  c.AllowGroups,
 		DenyGroups:                   c.DenyGroups,
 
+		AuthorizedKeysCommand:           c.AuthorizedKeysCommand,
+		AuthorizedKeysCommandUser:       c.AuthorizedKeysCommandUser,
+		AuthorizedPrincipalsCommand:     c.AuthorizedPrincipalsCommand,
+		AuthorizedPrincipalsCommandUser: c.AuthorizedPrincipalsCommandUser,
+
 		AuthorizedPrincipalsFile: c.AuthorizedPrincipalsFile,
 		PermitUserEnvironment:    c.PermitUserEnvironment,
 		PublicKeyAlgorithms:      setList(c, "PubkeyAcceptedAlgorithms", c.PubkeyAcceptedAlgorithms),

@@ -150,14 +150,14 @@ var keywords = []*keyword{
 		supported("auth.Config.AuthorizedPrincipalsFile").eg("/etc/ssh/principals/%u"),
 	commandKW("VersionAddendum", false, func(c *Config) *string { return &c.VersionAddendum }).
 		supported("sshd.Config.Version").eg("hello"),
-	commandKW("AuthorizedKeysCommand", true, func(c *Config) *string { return &c.AuthorizedKeysCommand }).match().
-		refused("auth", "AuthorizedKeysCommand", "none").eg("/usr/bin/keys %u"),
-	localUserKW("AuthorizedKeysCommandUser", func(c *Config) *string { return &c.AuthorizedKeysCommandUser }).match().
-		inert("AuthorizedKeysCommand", "the user running AuthorizedKeysCommand").eg("nobody"),
-	commandKW("AuthorizedPrincipalsCommand", true, func(c *Config) *string { return &c.AuthorizedPrincipalsCommand }).match().
-		refused("auth", "AuthorizedPrincipalsCommand", "none").eg("/usr/bin/principals %u"),
-	localUserKW("AuthorizedPrincipalsCommandUser", func(c *Config) *string { return &c.AuthorizedPrincipalsCommandUser }).match().
-		inert("AuthorizedPrincipalsCommand", "the user running AuthorizedPrincipalsCommand").eg("nobody"),
+	commandKW("AuthorizedKeysCommand", true, func(c *Config) *string { return &c.AuthorizedKeysCommand }).perConnection().
+		supported("auth.Config.AuthorizedKeysCommand").eg("/usr/bin/keys %u"),
+	localUserKW("AuthorizedKeysCommandUser", func(c *Config) *string { return &c.AuthorizedKeysCommandUser }).perConnection().
+		supported("auth.Config.AuthorizedKeysCommandUser").eg("nobody"),
+	commandKW("AuthorizedPrincipalsCommand", true, func(c *Config) *string { return &c.AuthorizedPrincipalsCommand }).perConnection().
+		supported("auth.Config.AuthorizedPrincipalsCommand").eg("/usr/bin/principals %u"),
+	localUserKW("AuthorizedPrincipalsCommandUser", func(c *Config) *string { return &c.AuthorizedPrincipalsCommandUser }).perConnection().
+		supported("auth.Config.AuthorizedPrincipalsCommandUser").eg("nobody"),
 	pathKW("HostKeyAgent", func(c *Config) *string { return &c.HostKeyAgent }).
 		refused("transport", "host keys held by an ssh-agent", "none").eg("/run/agent.sock"),
 	algKW("KexAlgorithms", KexList, func(c *Config) *[]string { return &c.KexAlgorithms }).
