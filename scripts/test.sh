@@ -24,6 +24,8 @@ check /usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so p11-kit-modules
 check ssh openssh-client
 check /usr/sbin/sshd openssh-server
 check /usr/lib/openssh/sftp-server openssh-sftp-server
+# config: docs/offload-sshd.{service,socket} checked with systemd-analyze verify
+check systemd-analyze systemd
 check ssh-audit ssh-audit
 # auth: PAM (cgo binding, pam_oath second factor), libcrypt, password clients, fail2ban
 check /usr/include/security/pam_appl.h libpam0g-dev
