@@ -8,8 +8,14 @@ import (
 )
 
 // TestMain lets the test binary serve as the children of the separated
-// servers its tests start, as the offload binary does.
+// servers its tests start, as the offload binary does; with
+// OFFLOAD_TEST_MAIN=1 it is offload itself (socket activation passes
+// descriptors at exec, so its test runs the real command in a child).
 func TestMain(m *testing.M) {
 	sshd.RunChild()
+	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" {
+		os.Unsetenv("OFFLOAD_TEST_MAIN")
+		main()
+	}
 	os.Exit(m.Run())
 }

@@ -112,6 +112,7 @@ type daemon struct {
 	metricsAddr string             // where /metrics is served, "" for nowhere
 	stopMetrics context.CancelFunc // stops the /metrics listener
 	removePid   func()
+	notify      *notifier // systemd's NOTIFY_SOCKET (Type=notify)
 	hup         chan os.Signal
 	retired     sync.WaitGroup
 }
@@ -131,7 +132,7 @@ func runDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
 // startDaemon loads the configuration, listens, starts the metrics
 // listener and writes the PidFile.
 func startDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) (*daemon, error) {
-	d := &daemon{o: o, log: log, metrics: provider.NewMetrics(), hup: make(chan os.Signal, 1)}
+	d := &daemon{o: o, log: log, metrics: provider.NewMetrics(), hup: make(chan os.Signal, 1), notify: newNotifier()}
 	// From here on SIGHUP waits for the loop instead of killing the process.
 	signal.Notify(d.hup, syscall.SIGHUP)
 	if err := d.start(ctx); err != nil {
@@ -148,7 +149,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.cur, d.live = g, []*generation{g}
-	ls, keys, err := openListeners(listenKeys(g.cfg), nil)
+	ls, keys, err := startListeners(g.cfg, log)
 	if err != nil {
 		g.retire()
 		return err
@@ -163,6 +164,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 	log.Info("offload sshd started", "pid", os.Getpid(), "hostkeys", configSummary(g.cfg, g.keys))
+	d.notifyErr(d.notify.Ready("serving"))
 	return nil
 }
 
@@ -304,12 +306,14 @@ func (d *daemon) isClosing() bool {
 // configuration kept.
 func (d *daemon) reload(ctx context.Context) {
 	d.log.Info("SIGHUP: reloading configuration", "file", d.o.file)
+	d.notifyErr(d.notify.Reloading())
+	defer func() { d.notifyErr(d.notify.Ready("serving")) }()
 	g, err := loadGeneration(ctx, d.o, d.metrics, &d.stats, d.log)
 	if err != nil {
 		d.refuse(err)
 		return
 	}
-	keys := listenKeys(g.cfg)
+	keys := wantedListeners(g.cfg, d.currentKeys())
 	ls, opened, err := openListeners(keys, d.currentKeys())
 	if err != nil {
 		g.retire()
@@ -382,6 +386,7 @@ func (d *daemon) forget(g *generation) {
 // then disconnects the rest and closes every registry. A second SIGINT or
 // SIGTERM cuts the wait short.
 func (d *daemon) stop(timeout time.Duration) {
+	d.notifyErr(d.notify.Stopping())
 	d.mu.Lock()
 	d.closing = true
 	for _, l := range d.listeners {

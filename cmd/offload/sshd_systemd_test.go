@@ -17,17 +17,6 @@ import (
 	"github.com/offload/offload/internal/testenv"
 )
 
-// TestMain lets the test binary stand in for offload in a child process
-// (OFFLOAD_TEST_MAIN=1), so that socket activation, which passes
-// descriptors at exec, is tested on the real command.
-func TestMain(m *testing.M) {
-	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" {
-		os.Unsetenv("OFFLOAD_TEST_MAIN")
-		main()
-	}
-	os.Exit(m.Run())
-}
-
 func TestParseActivation(t *testing.T) {
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}
