@@ -1,11 +1,14 @@
 package sshd
 
 import (
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
@@ -88,6 +91,7 @@ func newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
 			ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
 			RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
 			Mode: st.Registry.Policy().Mode.String(), Pins: pins, Remote: remote,
+			HostKeyProvenance: hostKeyProvenance(signer, pubs),
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID []byte, local, remote net.Addr) (monitor.Login, error) {
@@ -107,6 +111,20 @@ func onConnEnd(f func(ConnEnd)) func(monitor.ConnEnd) {
 		f(ConnEnd{Remote: e.Remote, User: e.User, Outcome: e.Outcome.String(), Duration: e.Duration,
 			BytesIn: e.BytesIn, BytesOut: e.BytesOut})
 	}
+}
+
+// hostKeyProvenance says, for the children's log lines, where each host
+// key lives.
+func hostKeyProvenance(s transport.HostKeySigner, pubs []ssh.PublicKey) map[string]string {
+	hp, ok := s.(transport.HostKeyProvenancer)
+	if !ok {
+		return nil
+	}
+	m := map[string]string{}
+	for _, p := range pubs {
+		m[hex.EncodeToString(p.Marshal())] = hp.HostKeyProvenance(p.Marshal())
+	}
+	return m
 }
 
 // maxRequests bounds the userauth requests of a connection: ten times

@@ -46,6 +46,9 @@ type TransportConfig struct {
 	// Remote maps AEAD algorithms to the monitor's provider that serves
 	// them (a token): the child reaches it through the monitor.
 	Remote map[string]string
+	// HostKeyProvenance says where each host key lives (by the hex of its
+	// wire form), for the children's log lines.
+	HostKeyProvenance map[string]string
 }
 
 // Marshal encodes c.

@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 )
 
@@ -14,6 +15,16 @@ const SignTimeout = 30 * time.Second
 type Signer struct {
 	Peer   *Peer
 	ConnID uint64
+	// Provenance says where each host key lives (TransportConfig.HostKeyProvenance).
+	Provenance map[string]string
+}
+
+// HostKeyProvenance says where the monitor's host key pub lives.
+func (s *Signer) HostKeyProvenance(pub []byte) string {
+	if p, ok := s.Provenance[hex.EncodeToString(pub)]; ok {
+		return p + " (in the monitor)"
+	}
+	return "the monitor"
 }
 
 // SignExchange asks the monitor to sign H with the host key pub.

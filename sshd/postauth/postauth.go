@@ -194,7 +194,7 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		return err
 	}
 	cfg.Logger = log
-	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: &ipc.Signer{Peer: p.peer, ConnID: a.ConnID}})
+	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.cfg.Transport.HostKeyProvenance}})
 	if err != nil {
 		return err
 	}

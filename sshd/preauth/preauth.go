@@ -176,7 +176,7 @@ func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger) (ipc.Outcome, err
 	if g := w.cfg.LoginGraceTime; g > 0 {
 		nc.SetDeadline(time.Now().Add(g))
 	}
-	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: &ipc.Signer{Peer: w.peer, ConnID: id}})
+	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: &ipc.Signer{Peer: w.peer, ConnID: id, Provenance: w.cfg.Transport.HostKeyProvenance}})
 	if err != nil {
 		return outcomeOf(err, ipc.OutcomeNoAuth), err
 	}

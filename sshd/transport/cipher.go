@@ -33,6 +33,8 @@ type packetCipher interface {
 	// the CTR counter moved past the blocks used; nil where the position
 	// is the sequence number alone (chacha20-poly1305, none).
 	resumeIV() ([]byte, error)
+	// provenance names the providers of the cipher's primitives.
+	provenance() string
 	// Close releases the primitives (a token session, say).
 	Close() error
 }

@@ -39,13 +39,14 @@ type hostKey struct {
 type localSigner struct {
 	rand io.Reader
 	keys map[string]ssh.AlgorithmSigner // by wire-format public key
+	prov map[string]string              // where each key lives
 }
 
 // NewHostKeySigner returns the in-process HostKeySigner of signers (file
 // keys, token keys): x/crypto/ssh turns each crypto.Signer into SSH wire
 // signatures. A nil rand means crypto/rand.
 func NewHostKeySigner(signers []crypto.Signer, rand io.Reader) (HostKeySigner, []ssh.PublicKey, error) {
-	ls := &localSigner{rand: rand, keys: map[string]ssh.AlgorithmSigner{}}
+	ls := &localSigner{rand: rand, keys: map[string]ssh.AlgorithmSigner{}, prov: map[string]string{}}
 	var pubs []ssh.PublicKey
 	for i, s := range signers {
 		w, err := ssh.NewSignerFromSigner(s)
@@ -57,9 +58,18 @@ func NewHostKeySigner(signers []crypto.Signer, rand io.Reader) (HostKeySigner, [
 			return nil, nil, fmt.Errorf("transport: host key %d (%s) cannot choose its signature algorithm", i, w.PublicKey().Type())
 		}
 		ls.keys[string(as.PublicKey().Marshal())] = as
+		ls.prov[string(as.PublicKey().Marshal())] = provenanceOf(s)
 		pubs = append(pubs, as.PublicKey())
 	}
 	return ls, pubs, nil
+}
+
+// HostKeyProvenance names the provider of the host key pub.
+func (ls *localSigner) HostKeyProvenance(pub []byte) string {
+	if p, ok := ls.prov[string(pub)]; ok {
+		return p
+	}
+	return "unknown"
 }
 
 func (ls *localSigner) SignExchange(alg string, pub, H []byte) ([]byte, error) {

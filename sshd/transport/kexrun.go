@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/offload/offload/sshd/wire"
@@ -149,11 +151,32 @@ func (c *Conn) endKex(k *kexRun) error {
 	c.switchRead(k.rc, k.rcKeys)
 	c.kx = nil
 	c.finishKex()
-	a := k.a
-	c.srv.log.Debug("transport: key exchange done", "remote", c.nc.RemoteAddr().String(), "n", c.kexCount,
-		"kex", a.kex.name, "host_key", a.hostKey, "cipher_in", a.cipherCS.name, "cipher_out", a.cipherSC.name,
-		"strict", c.strict, "elapsed", time.Since(k.start))
+	c.logKeys(k)
 	return nil
+}
+
+// logKeys is the line of each finished exchange: the algorithms and the
+// providers that serve them (Info for the first exchange of a
+// connection, Debug for re-exchanges).
+func (c *Conn) logKeys(k *kexRun) {
+	a, level := k.a, slog.LevelDebug
+	if c.kexCount == 1 {
+		level = slog.LevelInfo
+	}
+	hk := hostKeyFor(c.srv.hostKeys, a.hostKey)
+	hkProv := "unknown"
+	if hk != nil {
+		hkProv = hostKeyProvenance(c.signer, hk.pub)
+	}
+	c.wmu.Lock()
+	out := c.wr.c.provenance()
+	c.wmu.Unlock()
+	c.srv.log.Log(context.Background(), level, "transport: key exchange done", "remote", c.nc.RemoteAddr().String(),
+		"n", c.kexCount, "kex", a.kex.name, "kex_provider", kexProvenance(c.srv.reg, a.kex),
+		"host_key", a.hostKey, "host_key_provider", hkProv,
+		"cipher_in", a.cipherCS.name, "cipher_in_provider", c.rd.c.provenance(),
+		"cipher_out", a.cipherSC.name, "cipher_out_provider", out,
+		"strict", c.strict, "elapsed", time.Since(k.start))
 }
 
 func (c *Conn) armTimerLocked() {
