@@ -227,7 +227,7 @@ func (o *sshdOptions) logHandler(stderr io.Writer, c *config.Config) (slog.Handl
 	}
 	toStderr := o.debug > 0 || o.stderr || o.test || o.print || o.inetd || c == nil
 	if fac := syslogFacility(c); !toStderr && fac != "" {
-		w, err := newSyslogWriter(fac)
+		w, err := newSyslogWriter(fac, "", "")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -52,12 +52,14 @@ var syslogPriorities = map[string]syslog.Priority{
 // the line's OpenSSH prefix names ("error: ", "debug1: ", else info).
 type syslogWriter struct{ w *syslog.Writer }
 
-func newSyslogWriter(facility string) (*syslogWriter, error) {
+// newSyslogWriter connects to the system log; network and addr name
+// another syslog socket ("" and "": the local /dev/log).
+func newSyslogWriter(facility, network, addr string) (*syslogWriter, error) {
 	p, ok := syslogPriorities[strings.ToUpper(facility)]
 	if !ok {
 		return nil, fmt.Errorf("SyslogFacility %q: unknown facility", facility)
 	}
-	w, err := syslog.New(p|syslog.LOG_INFO, "sshd")
+	w, err := syslog.Dial(network, addr, p|syslog.LOG_INFO, "sshd")
 	if err != nil {
 		return nil, fmt.Errorf("SyslogFacility %s: %w", facility, err)
 	}
