@@ -36,6 +36,7 @@ const (
 	TypeAEADSeal  Type = 25 // AEADCall; the reply is the sealed bytes
 	TypeAEADOpen  Type = 26 // AEADCall; the reply is the opened bytes
 	TypeAEADClose Type = 27 // AEADHandle notification
+	TypeRespond   Type = 28 // RespondRequest (keyboard-interactive responses); the reply is a Decision
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -45,7 +46,7 @@ var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
-	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeReply: "reply",
+	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeReply: "reply",
 }
 
 func (t Type) String() string {
@@ -255,9 +256,44 @@ func ParseDecideRequest(p []byte) (*DecideRequest, error) {
 	return m, d.done(TypeDecide)
 }
 
+// RespondRequest carries a client's keyboard-interactive responses
+// (SSH_MSG_USERAUTH_INFO_RESPONSE) to the monitor's auth.Responder.
+type RespondRequest struct {
+	ConnID    uint64
+	Responses []string // secrets: never logged
+}
+
+// Marshal encodes m.
+func (m *RespondRequest) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendUint32(b, uint32(len(m.Responses)))
+	for _, r := range m.Responses {
+		b = wire.AppendString(b, r)
+	}
+	return b
+}
+
+// ParseRespondRequest decodes a RespondRequest: at most auth.MaxPrompts
+// responses of at most auth.MaxResponseLen bytes.
+func ParseRespondRequest(p []byte) (*RespondRequest, error) {
+	d := newDecoder(p)
+	m := &RespondRequest{ConnID: d.Uint64("conn id")}
+	n := d.Uint32("responses")
+	if n > auth.MaxPrompts && d.err == nil {
+		d.err = &wire.FieldError{Field: "responses", Err: fmt.Errorf("%d, at most %d", n, auth.MaxPrompts)}
+	}
+	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
+		m.Responses = append(m.Responses, d.string("response", auth.MaxResponseLen))
+	}
+	return m, d.done(TypeRespond)
+}
+
+// maxPrompt bounds the text of one prompt or instruction.
+const maxPrompt = 4 * maxText
+
 // MarshalDecision encodes an Authority's decision for the worker. The
 // permissions of a Success stay with the monitor: the worker learns only
-// the verdict.
+// the verdict (and the banner and prompts it must send).
 func MarshalDecision(dec *auth.Decision) []byte {
 	b := []byte{byte(dec.Verdict)}
 	b = appendList(b, dec.Methods)
@@ -268,7 +304,18 @@ func MarshalDecision(dec *auth.Decision) []byte {
 	if dec.Err != nil {
 		cause = dec.Err.Error()
 	}
-	return wire.AppendString(b, cause)
+	b = wire.AppendString(b, cause)
+	b = wire.AppendString(b, dec.Banner)
+	if dec.Verdict == auth.InfoRequest && dec.Info != nil {
+		b = wire.AppendString(b, dec.Info.Name)
+		b = wire.AppendString(b, dec.Info.Instruction)
+		b = wire.AppendUint32(b, uint32(len(dec.Info.Prompts)))
+		for _, pr := range dec.Info.Prompts {
+			b = wire.AppendString(b, pr.Text)
+			b = wire.AppendBool(b, pr.Echo)
+		}
+	}
+	return b
 }
 
 // ParseDecision decodes a decision. A Success carries permissions with no
@@ -282,13 +329,29 @@ func ParseDecision(p []byte) (*auth.Decision, error) {
 	if cause := d.string("cause", maxText); cause != "" {
 		dec.Err = errors.New(cause)
 	}
+	dec.Banner = d.string("banner", maxBanner)
+	if dec.Verdict == auth.InfoRequest {
+		dec.Info = parseChallenge(d)
+	}
 	if err := d.done(TypeDecide); err != nil {
 		return nil, err
 	}
-	if dec.Verdict > auth.Disconnect {
+	if dec.Verdict > auth.InfoRequest {
 		return nil, &ProtocolError{Type: TypeDecide, Err: fmt.Errorf("verdict %d", dec.Verdict)}
 	}
 	return dec, nil
+}
+
+func parseChallenge(d *decoder) *auth.Challenge {
+	c := &auth.Challenge{Name: d.string("name", maxPrompt), Instruction: d.string("instruction", maxPrompt)}
+	n := d.Uint32("prompts")
+	if n > auth.MaxPrompts && d.err == nil {
+		d.err = &wire.FieldError{Field: "prompts", Err: fmt.Errorf("%d, at most %d", n, auth.MaxPrompts)}
+	}
+	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
+		c.Prompts = append(c.Prompts, auth.Prompt{Text: d.string("prompt", maxPrompt), Echo: d.Bool("echo")})
+	}
+	return c
 }
 
 // HandoffRequest asks the monitor to pass an authenticated connection to

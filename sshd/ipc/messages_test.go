@@ -119,6 +119,10 @@ func FuzzDecideRequest(f *testing.F) {
 	fuzzParse(f, &DecideRequest{ConnID: 1, Req: &auth.Request{User: "u", Method: "password", Password: "p"}}, (*DecideRequest).Marshal, ParseDecideRequest)
 }
 
+func FuzzRespondRequest(f *testing.F) {
+	fuzzParse(f, &RespondRequest{ConnID: 1, Responses: []string{"pw", "123456"}}, (*RespondRequest).Marshal, ParseRespondRequest)
+}
+
 func FuzzHandoffRequest(f *testing.F) {
 	fuzzParse(f, &HandoffRequest{ConnID: 1, State: []byte{1}}, (*HandoffRequest).Marshal, ParseHandoffRequest)
 }

@@ -200,7 +200,7 @@ func (c *child) handle(msg *ipc.Message) {
 		c.connDone(msg.Payload)
 	case ipc.TypeMetrics:
 		c.metrics(msg.Payload)
-	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal, ipc.TypeAEADOpen:
+	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal, ipc.TypeAEADOpen:
 		c.request(msg)
 	case ipc.TypeAEADClose:
 		if h, err := ipc.ParseAEADHandle(msg.Payload); err == nil {

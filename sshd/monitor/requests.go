@@ -41,6 +41,8 @@ func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
 		return m.begin(c, msg.Payload)
 	case ipc.TypeDecide:
 		return m.decide(c, msg.Payload)
+	case ipc.TypeRespond:
+		return m.respond(c, msg.Payload)
 	}
 	return m.handoff(c, msg.Payload)
 }
@@ -53,7 +55,7 @@ func allowed(role string, t ipc.Type) bool {
 	switch t {
 	case ipc.TypeSign:
 		return true
-	case ipc.TypeBegin, ipc.TypeDecide, ipc.TypeHandoff:
+	case ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff:
 		return role == ipc.RolePreauth
 	}
 	return role == ipc.RolePostauth
@@ -176,6 +178,34 @@ func (m *Monitor) decide(c *child, p []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
 	defer cancel()
 	d, err := conn.login.Decide(ctx, req.Req)
+	if err != nil {
+		return nil, err
+	}
+	if d.Verdict == auth.Success {
+		m.granted(conn, d)
+	}
+	return ipc.MarshalDecision(d), nil
+}
+
+// respond passes keyboard-interactive responses to the connection's
+// Authority (auth.Responder), which checks that a round is pending and
+// that their number is that of the prompts it sent.
+func (m *Monitor) respond(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseRespondRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := m.preauthConn(c, req.ConnID)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := conn.login.(auth.Responder)
+	if conn.login == nil || !ok {
+		return nil, errWrongPhase
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
+	defer cancel()
+	d, err := r.Respond(ctx, req.Responses)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,8 @@ import (
 type authority struct {
 	peer   *ipc.Peer
 	id     uint64
-	failed bool // a request was refused: the connection ends as authfail
+	failed bool   // a request was refused: the connection ends as authfail
+	user   string // of the requests
 }
 
 func (a *authority) Begin(ctx context.Context, user, service string) (string, error) {
@@ -38,11 +39,30 @@ func (a *authority) Decide(ctx context.Context, req *auth.Request) (*auth.Decisi
 	if err != nil {
 		return nil, err
 	}
+	a.user = req.User
+	return a.note(d, req.Method), nil
+}
+
+// note records a failure and gives a Success placeholder permissions.
+func (a *authority) note(d *auth.Decision, method string) *auth.Decision {
 	switch d.Verdict {
 	case auth.Success:
-		d.Perms = &perm.Permissions{User: req.User, Method: req.Method}
+		d.Perms = &perm.Permissions{User: a.user, Method: method}
 	case auth.Failure:
-		a.failed = a.failed || req.Method != "none"
+		a.failed = a.failed || method != "none"
 	}
-	return d, nil
+	return d
+}
+
+// Respond passes keyboard-interactive responses to the monitor.
+func (a *authority) Respond(ctx context.Context, responses []string) (*auth.Decision, error) {
+	b, err := a.peer.Call(ctx, ipc.TypeRespond, (&ipc.RespondRequest{ConnID: a.id, Responses: responses}).Marshal())
+	if err != nil {
+		return nil, err
+	}
+	d, err := ipc.ParseDecision(b)
+	if err != nil {
+		return nil, err
+	}
+	return a.note(d, "keyboard-interactive"), nil
 }
