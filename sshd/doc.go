@@ -11,6 +11,27 @@
 // LoginGraceTime and at most DefaultMaxStartups unauthenticated
 // connections at once.
 //
+// # Process model
+//
+// With Config.Separation nil the whole server runs in the calling
+// process: the in-process mode, for Go programs that embed it. It
+// protects nothing from a bug in the code that parses the client's bytes:
+// that code runs with all of the process's privileges and sees its host
+// keys; sessions run as the user only when the process is root (it
+// switches identity for each child); forwarded sockets and channel
+// buffers are the process's own.
+//
+// With Config.Separation set the server splits as OpenSSH 9.8 does, with
+// fewer processes (package sshd/monitor): this process keeps the host
+// keys, the configuration and the account decisions; unprivileged,
+// sandboxed pre-auth workers (sshd/preauth, about one per CPU, each
+// serving many connections) run the key exchange and the authentication
+// conversation; and one post-auth process per user (sshd/postauth), as
+// that user, serves that user's connections after the hand-over. The
+// program must call RunChild first thing in main, since the children are
+// this program started again. offload sshd runs this way unless
+// PrivilegeSeparation no.
+//
 // # Connections
 //
 // Each connection gets an id that every log line about it carries, with

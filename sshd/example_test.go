@@ -43,3 +43,33 @@ func ExampleServer() {
 	// host key: ssh-ed25519
 	// login without a key fails: true
 }
+
+// A separated server: the same Config with Separation set. The program's
+// main must call sshd.RunChild before anything else (this package's
+// TestMain does), since the pre-auth workers and post-auth processes are
+// the program started again.
+func ExampleSeparation() {
+	srv, err := sshd.NewServer(&sshd.Config{Separation: &sshd.Separation{Workers: 1}})
+	if err != nil {
+		panic(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(l)
+	defer srv.Shutdown(context.Background())
+
+	cfg := &ssh.ClientConfig{
+		User: "nobody",
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			fmt.Println("host key:", key.Type())
+			return nil
+		},
+	}
+	_, err = ssh.Dial("tcp", l.Addr().String(), cfg)
+	fmt.Println("key exchange in a pre-auth worker, login refused:", err != nil)
+	// Output:
+	// host key: ssh-ed25519
+	// key exchange in a pre-auth worker, login refused: true
+}
