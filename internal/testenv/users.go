@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"os/user"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Root skips t, or fails it under OFFLOAD_REQUIRE_TOOLS=1, unless the test
@@ -41,11 +43,11 @@ func NewUser(t testing.TB, args ...string) *user.User {
 	name := UniqueName("oft")
 	argv := append([]string{"-m", "-s", "/bin/sh"}, args...)
 	argv = append(argv, name)
-	if out, err := exec.Command("useradd", argv...).CombinedOutput(); err != nil {
+	if out, err := retryLocked("useradd", argv...); err != nil {
 		t.Fatalf("useradd %s: %v: %s", strings.Join(argv, " "), err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("userdel", "-r", "-f", name).CombinedOutput(); err != nil {
+		if out, err := retryLocked("userdel", "-r", "-f", name); err != nil {
 			t.Errorf("userdel %s: %v: %s", name, err, out)
 		}
 	})
@@ -60,9 +62,7 @@ func NewUser(t testing.TB, args ...string) *user.User {
 // in a command line).
 func SetPassword(t testing.TB, name, password string) {
 	t.Helper()
-	cmd := exec.Command("chpasswd")
-	cmd.Stdin = strings.NewReader(name + ":" + password + "\n")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := retryLockedInput(name+":"+password+"\n", "chpasswd"); err != nil {
 		t.Fatalf("chpasswd for %s: %v: %s", name, err, out)
 	}
 }
@@ -71,7 +71,25 @@ func SetPassword(t testing.TB, name, password string) {
 // with its output otherwise.
 func Run(t testing.TB, name string, args ...string) {
 	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+	if out, err := retryLocked(name, args...); err != nil {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// retryLocked runs a shadow-utils command, again while another process
+// (a test package running in parallel) holds the passwd or shadow lock.
+func retryLocked(name string, args ...string) ([]byte, error) {
+	return retryLockedInput("", name, args...)
+}
+
+func retryLockedInput(stdin, name string, args ...string) ([]byte, error) {
+	for i := 0; ; i++ {
+		cmd := exec.Command(name, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err == nil || i == 50 || !bytes.Contains(out, []byte("lock")) {
+			return out, err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
