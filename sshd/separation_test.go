@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -36,6 +37,12 @@ type separatedFixture struct {
 
 func newSeparated(t *testing.T, sep *Separation) *separatedFixture {
 	t.Helper()
+	return newSeparatedWith(t, sep, nil)
+}
+
+// newSeparatedWith is newSeparated with a change to the server's Config.
+func newSeparatedWith(t *testing.T, sep *Separation, change func(*Config)) *separatedFixture {
+	t.Helper()
 	u, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -46,14 +53,25 @@ func newSeparated(t *testing.T, sep *Separation) *separatedFixture {
 	ak := filepath.Join(dir, "authorized_keys")
 	os.WriteFile(ak, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600)
 	cfg := &Config{Separation: sep, Auth: &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true}}
+	if change != nil {
+		change(cfg)
+	}
 	srv, addr, logs, _ := startServer(t, cfg)
 	return &separatedFixture{srv: srv, addr: addr, logs: logs, client: signer, user: u.Username}
 }
 
 func (f *separatedFixture) dial(t *testing.T) *ssh.Client {
 	t.Helper()
+	return f.dialWith(t, nil)
+}
+
+func (f *separatedFixture) dialWith(t *testing.T, change func(*ssh.ClientConfig)) *ssh.Client {
+	t.Helper()
 	cfg := &ssh.ClientConfig{User: f.user, Auth: []ssh.AuthMethod{ssh.PublicKeys(f.client)},
 		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second}
+	if change != nil {
+		change(cfg)
+	}
 	c, err := ssh.Dial("tcp", f.addr, cfg)
 	if err != nil {
 		t.Fatalf("dial: %v\nserver log:\n%s", err, f.logs.String())
@@ -104,5 +122,56 @@ func TestSeparatedLogin(t *testing.T) {
 	}
 	if st := f.srv.mon.Stats(); st.PostAuth != 1 || st.Workers != 2 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestSeparatedRekey: key re-exchanges of a handed-over connection, from
+// the server's side (RekeyLimit) and the client's, get their host-key
+// signatures from the monitor, while data flows.
+func TestSeparatedRekey(t *testing.T) {
+	f := newSeparatedWith(t, &Separation{Workers: 1, LogLevel: slog.LevelDebug}, func(c *Config) { c.RekeyLimit = 256 << 10 })
+	c := f.dialWith(t, func(cc *ssh.ClientConfig) { cc.RekeyThreshold = 384 << 10 })
+	data := make([]byte, 4<<20)
+	rand.Read(data)
+	out := run(t, c, "sha256sum", data)
+	if want := fmt.Sprintf("%x", sha256.Sum256(data)); !strings.HasPrefix(out, want) {
+		t.Fatalf("sha256sum %q, want %s", out, want)
+	}
+	if n := strings.Count(f.logs.String(), "key exchange done"); n < 3 {
+		t.Fatalf("%d key exchanges logged, want re-exchanges after the hand-over", n)
+	}
+}
+
+// TestSeparatedLinger: a user's post-auth process ends once it has had no
+// connection for Linger; the next login starts a new one.
+func TestSeparatedLinger(t *testing.T) {
+	f := newSeparated(t, &Separation{Workers: 1, Linger: 50 * time.Millisecond})
+	c := f.dial(t)
+	first := strings.TrimSpace(run(t, c, "echo $PPID", nil))
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.srv.mon.Stats().PostAuth != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle post-auth process did not end")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c2 := f.dial(t)
+	if second := strings.TrimSpace(run(t, c2, "echo $PPID", nil)); second == first {
+		t.Fatal("the second login was served by the process that should have ended")
+	}
+}
+
+// TestSeparatedPerConnection: with PerConnection each connection has its
+// own post-auth process.
+func TestSeparatedPerConnection(t *testing.T) {
+	f := newSeparated(t, &Separation{Workers: 1, PerConnection: true})
+	a, b := f.dial(t), f.dial(t)
+	pa, pb := run(t, a, "echo $PPID", nil), run(t, b, "echo $PPID", nil)
+	if pa == pb {
+		t.Fatalf("two connections share post-auth process %s", pa)
+	}
+	if n := f.srv.mon.Stats().PostAuth; n != 2 {
+		t.Fatalf("%d post-auth processes, want 2", n)
 	}
 }
