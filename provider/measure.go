@@ -19,10 +19,11 @@ func measure(alg *Algorithm, p Provider, budget time.Duration) (Measurement, err
 	m := Measurement{Algorithm: alg.Name, Provider: identity(p), At: time.Now().UTC().Truncate(time.Second)}
 	round := budget / measureRounds
 	if alg.Bulk {
-		op, err := bulkOp(alg, p)
+		op, done, err := bulkOp(alg, p)
 		if err != nil {
 			return m, err
 		}
+		defer done()
 		for i := 0; i < measureRounds; i++ {
 			small, err := throughput(op, smallBlock, round/2)
 			if err != nil {
@@ -36,10 +37,11 @@ func measure(alg *Algorithm, p Provider, budget time.Duration) (Measurement, err
 		}
 		return m, nil
 	}
-	op, err := singleOp(alg, p)
+	op, done, err := singleOp(alg, p)
 	if err != nil {
 		return m, err
 	}
+	defer done()
 	for i := 0; i < measureRounds; i++ {
 		r, err := rate(op, round)
 		if err != nil {
@@ -92,10 +94,26 @@ func loop(op func() error, d time.Duration) (int, time.Duration, error) {
 
 // BulkOp returns a function that processes one buffer in place with alg
 // from p: sealing for AEADs, XOR for streams, a MAC or a hash. It is what
-// calibration and `offload speed` time.
-func BulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) { return bulkOp(alg, p) }
+// calibration and `offload speed` time. The primitive behind it is
+// released when collected; TimedBulkOp releases it on demand.
+func BulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) {
+	op, _, err := bulkOp(alg, p)
+	return op, err
+}
 
-func bulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) {
+// TimedBulkOp is BulkOp with a function that releases the primitive (a
+// token session, say) when the timing is done.
+func TimedBulkOp(alg *Algorithm, p Provider) (op func([]byte) error, done func(), err error) {
+	return bulkOp(alg, p)
+}
+
+func bulkOp(alg *Algorithm, p Provider) (func([]byte) error, func(), error) {
+	var held any
+	op, err := bulkOpOf(alg, p, &held)
+	return op, func() { Release(held) }, err
+}
+
+func bulkOpOf(alg *Algorithm, p Provider, held *any) (func([]byte) error, error) {
 	key := make([]byte, max(alg.KeySize, 32))[:alg.KeySize]
 	rand.Read(key)
 	unsupported := &UnsupportedError{Provider: p.Name(), Algorithm: alg.Name}
@@ -105,7 +123,7 @@ func bulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) {
 		if !ok {
 			return nil, unsupported
 		}
-		return aeadOp(ap, alg, key)
+		return aeadOp(ap, alg, key, held)
 	case FamilyStream:
 		sp, ok := p.(StreamProvider)
 		if !ok {
@@ -115,6 +133,7 @@ func bulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) {
 		if err != nil {
 			return nil, err
 		}
+		*held = s
 		return func(b []byte) error { s.XORKeyStream(b, b); return nil }, nil
 	case FamilyKeyStream:
 		kp, ok := p.(KeyStreamProvider)
@@ -125,17 +144,19 @@ func bulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) {
 		if err != nil {
 			return nil, err
 		}
+		*held = ks
 		nonce := make([]byte, alg.NonceSize)
 		return func(b []byte) error { ks.XORKeyStreamAt(b, b, nonce, 1); return nil }, nil
 	}
 	return hashingOp(alg, p, key)
 }
 
-func aeadOp(ap AEADProvider, alg *Algorithm, key []byte) (func([]byte) error, error) {
+func aeadOp(ap AEADProvider, alg *Algorithm, key []byte, held *any) (func([]byte) error, error) {
 	a, err := ap.NewAEAD(alg, key)
 	if err != nil {
 		return nil, err
 	}
+	*held = a
 	nonce := make([]byte, a.NonceSize())
 	var out []byte
 	return func(b []byte) error {
@@ -183,10 +204,27 @@ func hashingOp(alg *Algorithm, p Provider, key []byte) (func([]byte) error, erro
 }
 
 // SingleOp returns one operation of a non-bulk algorithm for timing:
-// a signature over a fixed digest, a key agreement, an encapsulation.
-func SingleOp(alg *Algorithm, p Provider) (func() error, error) { return singleOp(alg, p) }
+// a signature over a fixed digest, a key agreement, an encapsulation. A
+// signing key it makes is released when collected; TimedSingleOp
+// releases it on demand.
+func SingleOp(alg *Algorithm, p Provider) (func() error, error) {
+	op, _, err := singleOp(alg, p)
+	return op, err
+}
 
-func singleOp(alg *Algorithm, p Provider) (func() error, error) {
+// TimedSingleOp is SingleOp with a function that releases what the
+// operation holds (an ephemeral key pair on a token) when timing is done.
+func TimedSingleOp(alg *Algorithm, p Provider) (op func() error, done func(), err error) {
+	return singleOp(alg, p)
+}
+
+func singleOp(alg *Algorithm, p Provider) (func() error, func(), error) {
+	var held any
+	op, err := singleOpOf(alg, p, &held)
+	return op, func() { Release(held) }, err
+}
+
+func singleOpOf(alg *Algorithm, p Provider, held *any) (func() error, error) {
 	unsupported := &UnsupportedError{Provider: p.Name(), Algorithm: alg.Name}
 	switch alg.Family {
 	case FamilySignature:
@@ -198,6 +236,7 @@ func singleOp(alg *Algorithm, p Provider) (func() error, error) {
 		if err != nil {
 			return nil, err
 		}
+		*held = s
 		msg, opts := SignInput(alg, []byte("offload calibration"))
 		return func() error { _, err := s.Sign(rand.Reader, msg, opts); return err }, nil
 	case FamilyKeyAgreement:

@@ -21,6 +21,15 @@ check softhsm2-util softhsm2
 check pkcs11-tool opensc
 check p11-kit p11-kit
 check /usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so p11-kit-modules
+# tpm2-pkcs11 on a software TPM (swtpm behind tpm2-abrmd on a private bus): test/pkcs11
+check swtpm swtpm
+check swtpm_setup swtpm-tools
+check tpm2_startup tpm2-tools
+check /usr/sbin/tpm2-abrmd tpm2-abrmd
+check /usr/lib/x86_64-linux-gnu/libtss2-tcti-tabrmd.so.0 libtss2-tcti-tabrmd0
+check dbus-daemon dbus-daemon
+check /usr/lib/x86_64-linux-gnu/pkcs11/libtpm2_pkcs11.so libtpm2-pkcs11-1
+check tpm2_ptool libtpm2-pkcs11-tools
 check ssh openssh-client
 check /usr/sbin/sshd openssh-server
 check /usr/lib/openssh/sftp-server openssh-sftp-server

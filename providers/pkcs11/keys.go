@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -258,20 +259,63 @@ func newKeyID() []byte {
 }
 
 // generate makes a key pair of type kt on t: a token key named by u, or,
-// with u nil, a session key pair that lives until the signer is closed.
+// with u nil, an ephemeral key pair that lives until the signer is closed
+// or collected. Ephemeral pairs are session objects; a token that refuses
+// those (tpm2-pkcs11 keeps only token objects) gets token objects
+// labelled ephemeralPrefix+id instead, destroyed the same way.
 func (p *Provider) generate(ctx context.Context, t *token, kt KeyType, u *uri.URI) (*signer, error) {
-	persistent := u != nil
-	ref := &uri.URI{ID: newKeyID()}
-	if persistent {
-		ref = &uri.URI{ID: u.ID, Object: u.Object}
+	if u != nil {
+		ref := &uri.URI{ID: u.ID, Object: u.Object}
 		if ref.ID == nil {
 			ref.ID = newKeyID()
 		}
+		return p.generateAs(ctx, t, kt, ref, u, true, false)
+	}
+	ref := &uri.URI{ID: newKeyID()}
+	s, err := p.generateAs(ctx, t, kt, ref, nil, false, true)
+	if c := ClassOf(err); c == ClassUnsupported || c == ClassInput {
+		ref.Object = ephemeralPrefix + hex.EncodeToString(ref.ID)
+		if s, err2 := p.generateAs(ctx, t, kt, ref, nil, true, true); err2 == nil {
+			return s, nil
+		}
+	}
+	return s, err
+}
+
+// ephemeralPrefix labels the token objects of ephemeral key pairs on
+// tokens without session objects, so that any a crash left are found.
+const ephemeralPrefix = "offload-ephemeral-"
+
+// keyPairMechanism is the generation mechanism of kt and the public key
+// template attributes it needs.
+func keyPairMechanism(kt KeyType) (uint, []*pkcs11.Attribute, error) {
+	switch kt {
+	case Ed25519:
+		return ckmECEdwardsKeyPairGen, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, ecParams(kt))}, nil
+	case ECDSAP256, ECDSAP384:
+		return pkcs11.CKM_EC_KEY_PAIR_GEN, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, ecParams(kt))}, nil
+	case RSA2048, RSA3072, RSA4096:
+		return pkcs11.CKM_RSA_PKCS_KEY_PAIR_GEN, []*pkcs11.Attribute{pkcs11.NewAttribute(pkcs11.CKA_MODULUS_BITS, kt.RSABits()),
+			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1})}, nil
+	}
+	return 0, nil, fmt.Errorf("pkcs11: unknown key type %q", kt)
+}
+
+// generateAs makes the key pair ref names, as token objects or session
+// objects; u, when set, is checked to name no existing key first.
+func (p *Provider) generateAs(ctx context.Context, t *token, kt KeyType, ref, u *uri.URI, onToken, ephemeral bool) (*signer, error) {
+	mech, extra, err := keyPairMechanism(kt)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := t.capsOf().mechs[mech]; !ok {
+		return nil, &Error{Op: "generate " + string(kt), Token: t.label(), Class: ClassUnsupported,
+			Err: fmt.Errorf("%w: the token lacks %s", ErrUnsupported, mechName(mech))}
 	}
 	common := func(class uint) []*pkcs11.Attribute {
 		a := []*pkcs11.Attribute{
 			pkcs11.NewAttribute(pkcs11.CKA_CLASS, class),
-			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, persistent),
+			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, onToken),
 			pkcs11.NewAttribute(pkcs11.CKA_ID, ref.ID),
 		}
 		if ref.Object != "" {
@@ -279,34 +323,15 @@ func (p *Provider) generate(ctx context.Context, t *token, kt KeyType, u *uri.UR
 		}
 		return a
 	}
-	pubT := append(common(pkcs11.CKO_PUBLIC_KEY), pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true))
+	pubT := append(append(common(pkcs11.CKO_PUBLIC_KEY), pkcs11.NewAttribute(pkcs11.CKA_VERIFY, true)), extra...)
 	privT := append(common(pkcs11.CKO_PRIVATE_KEY),
 		pkcs11.NewAttribute(pkcs11.CKA_PRIVATE, true),
 		pkcs11.NewAttribute(pkcs11.CKA_SENSITIVE, true),
 		pkcs11.NewAttribute(pkcs11.CKA_EXTRACTABLE, false),
 		pkcs11.NewAttribute(pkcs11.CKA_SIGN, true))
-	var mech uint
-	switch kt {
-	case Ed25519:
-		mech = ckmECEdwardsKeyPairGen
-		pubT = append(pubT, pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, ecParams(kt)))
-	case ECDSAP256, ECDSAP384:
-		mech = pkcs11.CKM_EC_KEY_PAIR_GEN
-		pubT = append(pubT, pkcs11.NewAttribute(pkcs11.CKA_EC_PARAMS, ecParams(kt)))
-	case RSA2048, RSA3072, RSA4096:
-		mech = pkcs11.CKM_RSA_PKCS_KEY_PAIR_GEN
-		pubT = append(pubT, pkcs11.NewAttribute(pkcs11.CKA_MODULUS_BITS, kt.RSABits()),
-			pkcs11.NewAttribute(pkcs11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1}))
-	default:
-		return nil, fmt.Errorf("pkcs11: unknown key type %q", kt)
-	}
-	if _, ok := t.capsOf().mechs[mech]; !ok {
-		return nil, &Error{Op: "generate " + string(kt), Token: t.label(), Class: ClassUnsupported,
-			Err: fmt.Errorf("%w: the token lacks %s", ErrUnsupported, mechName(mech))}
-	}
 	var k *keyRef
-	err := t.do(ctx, "generate "+string(kt), ref.String(), func(h pkcs11.SessionHandle) error {
-		if persistent {
+	err = t.do(ctx, "generate "+string(kt), ref.String(), func(h pkcs11.SessionHandle) error {
+		if u != nil {
 			if objs, err := findObjects(p.c.api, h, keyTemplate(pkcs11.CKO_PRIVATE_KEY, u), 1); err != nil {
 				return err
 			} else if len(objs) > 0 {
@@ -327,11 +352,11 @@ func (p *Provider) generate(ctx context.Context, t *token, kt KeyType, u *uri.UR
 	if err != nil {
 		return nil, err
 	}
-	return p.newSigner(t, ref, k, !persistent), nil
+	return p.newSigner(t, ref, k, ephemeral), nil
 }
 
 // parseKeyRef parses a key reference and enters the gate for op; the
-// caller calls done when finished.
+// caller exits the gate when finished.
 func (p *Provider) parseKeyRef(op, ref string) (*uri.URI, error) {
 	u, err := uri.Parse(ref)
 	if err != nil {

@@ -239,3 +239,20 @@ func (p *Provider) Describe(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// MechanismMapping is one catalog algorithm the provider can serve and
+// the mechanism a token must offer for it.
+type MechanismMapping struct {
+	Algorithm string
+	Mechanism string
+}
+
+// Mappings lists every catalog algorithm the provider maps onto a
+// PKCS #11 mechanism, in table order: what a token may offer.
+func Mappings() []MechanismMapping {
+	out := make([]MechanismMapping, len(mechTable))
+	for i, row := range mechTable {
+		out[i] = MechanismMapping{Algorithm: row.alg, Mechanism: mechName(row.mech)}
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/offload/offload/providers/pkcs11/uri"
 	"io"
 	"math/big"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -48,7 +49,8 @@ type signer struct {
 	foCache atomic.Pointer[handleCache]
 	foOnce  sync.Once
 	onFO    atomic.Bool // the last signature was made on the failover token
-	closed  atomic.Bool
+	closed  *atomic.Bool
+	eph     ephemeralKey // for ephemeral key pairs
 }
 
 var (
@@ -60,7 +62,8 @@ var (
 )
 
 func (p *Provider) newSigner(t *token, sel *uri.URI, k *keyRef, ephemeral bool) *signer {
-	s := &signer{p: p, tok: t, ref: &uri.URI{ID: k.id, Object: k.label}, pub: k.pub, kt: k.kt, ephemeral: ephemeral}
+	s := &signer{p: p, tok: t, ref: &uri.URI{ID: k.id, Object: k.label}, pub: k.pub, kt: k.kt, ephemeral: ephemeral,
+		closed: new(atomic.Bool)}
 	if len(k.id) == 0 {
 		s.ref.ID = nil
 	}
@@ -81,6 +84,10 @@ func (p *Provider) newSigner(t *token, sel *uri.URI, k *keyRef, ephemeral bool) 
 		s.mech = []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil)}
 	}
 	s.cache.Store(&handleCache{h: k.priv, epoch: s.epochOf(t), gen: p.c.mod.gen.Load()})
+	if ephemeral {
+		s.eph = ephemeralKey{p: p, tok: t, ref: s.ref, what: s.what, done: s.closed}
+		runtime.AddCleanup(s, func(e ephemeralKey) { e.destroy() }, s.eph)
+	}
 	return s
 }
 
@@ -377,17 +384,35 @@ func samePublic(a, b crypto.PublicKey) bool {
 // Close destroys a session key pair (from GenerateSigner with no URI);
 // for token keys it only stops further use of this signer.
 func (s *signer) Close() error {
-	if s.closed.Swap(true) || !s.ephemeral {
+	if !s.ephemeral {
+		s.closed.Store(true)
 		return nil
 	}
-	if !s.p.c.gate.enter() {
-		return nil // the session key pair went with the provider's sessions
+	return s.eph.destroy()
+}
+
+// ephemeralKey is what destroys an ephemeral key pair, on Close or, for
+// a signer dropped without Close, when it is collected.
+type ephemeralKey struct {
+	p    *Provider
+	tok  *token
+	ref  *uri.URI
+	what string
+	done *atomic.Bool // the signer's closed flag
+}
+
+func (e ephemeralKey) destroy() error {
+	if e.done.Swap(true) {
+		return nil
 	}
-	defer s.p.c.exit()
-	a := s.p.c.api
-	return s.tok.do(context.Background(), "destroy session key", s.what, func(h pkcs11.SessionHandle) error {
+	if !e.p.c.gate.enter() {
+		return nil // session objects went with the provider's sessions
+	}
+	defer e.p.c.exit()
+	a := e.p.c.api
+	return e.tok.do(context.Background(), "destroy ephemeral key", e.what, func(h pkcs11.SessionHandle) error {
 		for _, class := range []uint{pkcs11.CKO_PRIVATE_KEY, pkcs11.CKO_PUBLIC_KEY} {
-			objs, err := findObjects(a, h, keyTemplate(class, s.ref), 4)
+			objs, err := findObjects(a, h, keyTemplate(class, e.ref), 4)
 			if err != nil {
 				return err
 			}

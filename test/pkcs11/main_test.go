@@ -25,5 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Printf("skipping test/pkcs11: %s is missing; set %s=1 to make this a failure\n", missing, testenv.RequireEnv)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopTPM()
+	os.Exit(code)
 }
