@@ -19,6 +19,8 @@ import (
 var printDiffAllowed = []string{"ciphers", "macs", "kexalgorithms", "hostkeyalgorithms", "pubkeyacceptedalgorithms",
 	"casignaturealgorithms", "hostbasedacceptedalgorithms", "allowagentforwarding", "allowstreamlocalforwarding",
 	"compression", "ipqos", "permituserrc", "printlastlog", "printmotd", "pidfile", "permitrootlogin",
+	// Passwords are off unless configured (OpenSSH: on).
+	"passwordauthentication", "kbdinteractiveauthentication",
 	// Only in one of them: GSSAPI and Kerberos (Debian's build has them,
 	// offload does not), OpenSSH 10's keywords 9.2 lacks, offload's own.
 	"gssapiauthentication", "gssapicleanupcredentials", "gssapikexalgorithms", "gssapikeyexchange",

@@ -78,10 +78,13 @@ var keywords = []*keyword{
 		inert("HostbasedAuthentication", "host names in host-based authentication").eg("yes"),
 	boolKW("PubkeyAuthentication", true, func(c *Config) *bool { return &c.PubkeyAuthentication }).perConnection().
 		supported("auth.Config.AuthorizedKeysFiles, TrustedUserCAKeys (no: none)").eg("no"),
-	boolKW("PasswordAuthentication", true, func(c *Config) *bool { return &c.PasswordAuthentication }).perConnection().
-		supported("auth.Config.PasswordAuthentication").eg("no"),
-	boolKW("KbdInteractiveAuthentication", true, func(c *Config) *bool { return &c.KbdInteractiveAuthentication }).perConnection().
-		supported("auth.Config.KbdInteractiveAuthentication").eg("no"),
+	// Passwords are off unless asked for, as in hardened OpenSSH setups
+	// (OpenSSH's own default is yes; Debian's stock file and cloud-init's
+	// drop-in say so explicitly when they want them).
+	boolKW("PasswordAuthentication", false, func(c *Config) *bool { return &c.PasswordAuthentication }).perConnection().
+		supported("auth.Config.PasswordAuthentication").eg("yes"),
+	boolKW("KbdInteractiveAuthentication", false, func(c *Config) *bool { return &c.KbdInteractiveAuthentication }).perConnection().
+		supported("auth.Config.KbdInteractiveAuthentication").eg("yes"),
 	boolKW("PrintMotd", true, func(c *Config) *bool { return &c.PrintMotd }).
 		refused("connection", "printing /etc/motd at login", "no").eg("yes"),
 	boolKW("PrintLastLog", true, func(c *Config) *bool { return &c.PrintLastLog }).
