@@ -8,6 +8,7 @@
 //	offload speed      measure providers, shaped like `openssl speed`
 //	offload providers  list providers, capabilities and the choice per algorithm
 //	offload version    print the version and build
+//	offload sftp-server  serve SFTP on stdin/stdout as sftp-server(8)
 //
 // Run `offload COMMAND -h` for the flags of each.
 package main
@@ -38,11 +39,12 @@ type command struct {
 
 // commands is the table of subcommands.
 var commands = map[string]command{
-	"sshd":      {cmdSshd, "run the SSH server (sshd_config keywords, host keys in files or tokens)"},
-	"keys":      {cmdKeys, "generate, list, show, import and delete keys in PKCS #11 tokens"},
-	"speed":     {cmdSpeed, "measure providers, shaped like `openssl speed`"},
-	"providers": {cmdProviders, "list providers, capabilities and the choice per algorithm"},
-	"version":   {cmdVersion, "print the version and build"},
+	"sshd":        {cmdSshd, "run the SSH server (sshd_config keywords, host keys in files or tokens)"},
+	"keys":        {cmdKeys, "generate, list, show, import and delete keys in PKCS #11 tokens"},
+	"speed":       {cmdSpeed, "measure providers, shaped like `openssl speed`"},
+	"providers":   {cmdProviders, "list providers, capabilities and the choice per algorithm"},
+	"version":     {cmdVersion, "print the version and build"},
+	"sftp-server": {cmdSFTPServer, "serve SFTP on stdin/stdout as sftp-server(8) (the internal-sftp helper)"},
 }
 
 func main() {

@@ -250,6 +250,9 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	if c.MaxSessions == 0 {
 		cc.MaxSessions = -1 // sshd_config: 0 means no sessions
 	}
+	if exe, err := os.Executable(); err == nil {
+		cc.SFTPHelper = []string{exe, "sftp-server"} // internal-sftp as another user (cmdSFTPServer)
+	}
 	for _, s := range c.Subsystems {
 		cc.Subsystems[s.Name] = s.Command
 	}

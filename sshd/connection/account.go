@@ -73,6 +73,9 @@ func lookupAccount(name string, euid int) (*account, error) {
 	if shellOverride != "" {
 		a.shell = shellOverride
 	}
+	if h, ok := homeOverride.Load(name); ok {
+		a.home = h.(string)
+	}
 	if err := a.setCredential(euid); err != nil {
 		return nil, &AccountError{User: name, Err: err}
 	}
@@ -120,6 +123,10 @@ func (a *account) needsSwitch() bool {
 // slow ~/.bashrc (bash sources it when SSH_CLIENT is set) does not slow
 // every test down.
 var shellOverride string
+
+// homeOverride replaces home directories in tests (user name to home),
+// so that tests of ~/.ssh files never touch a real home.
+var homeOverride sync.Map
 
 // Bounds on the passwd parser.
 const (

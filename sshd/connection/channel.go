@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -54,6 +55,12 @@ type channel struct {
 	stdout, stderr dataWriter
 
 	resize atomic.Pointer[os.File] // the pty master while a program runs on it (pty.go)
+
+	confirmed     chan error    // for channels we open: the peer's answer (open.go)
+	confirmedSent atomic.Bool   // we confirmed the peer's open
+	timeout       time.Duration // ChannelTimeout for this kind, 0 for none (timeout.go)
+	activity      atomic.Uint32 // data messages either way, when counting
+	counting      bool          // some ChannelTimeout applies
 }
 
 func newChannel(m *mux, id uint32, o openMsg) *channel {
@@ -63,6 +70,8 @@ func newChannel(m *mux, id uint32, o openMsg) *channel {
 		c.pace = newPacer(o.window)
 	}
 	c.cond.L = &c.mu
+	c.timeout = m.cfg.channelTimeout(o.kind)
+	c.counting = c.timeout > 0 || m.cfg.globalTimeout() > 0
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	c.stdout = dataWriter{c: c}
 	c.stderr = dataWriter{c: c, ext: extendedDataStderr}
@@ -327,6 +336,9 @@ func (w *dataWriter) sendIn(buf []byte, off, n int) error {
 }
 
 func (c *channel) sendData(p []byte) error {
+	if c.counting {
+		c.activity.Add(1)
+	}
 	c.sendMu.RLock()
 	defer c.sendMu.RUnlock()
 	if c.sentEOF || c.sentClose {

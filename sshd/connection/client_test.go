@@ -27,9 +27,14 @@ type client struct {
 	chans   map[uint32]*cchan
 	nextID  uint32
 	globals chan byte
-	faults  []string
-	done    chan struct{}
-	silent  atomic.Bool // ignore the server's global requests
+	replies chan []byte // global replies with their data (when read)
+	// incoming receives the channels the server opens (forwarded-tcpip,
+	// x11, agent), which the client confirms unless refuseOpens is set.
+	incoming    chan incomingChan
+	refuseOpens atomic.Bool
+	faults      []string
+	done        chan struct{}
+	silent      atomic.Bool // ignore the server's global requests
 }
 
 // cchan is a client channel.
@@ -77,7 +82,8 @@ func startClientCtx(t testing.TB, ctx context.Context, cfg *Config, p *perm.Perm
 func startClientConn(t testing.TB, ctx context.Context, cfg *Config, p *perm.Permissions, plain bool) *client {
 	srv, cli := memPipe()
 	c := &client{t: t, pc: cli, server: srv, serveErr: make(chan error, 1),
-		chans: map[uint32]*cchan{}, globals: make(chan byte, 16), done: make(chan struct{})}
+		chans: map[uint32]*cchan{}, globals: make(chan byte, 16), done: make(chan struct{}),
+		replies: make(chan []byte, 64), incoming: make(chan incomingChan, 64)}
 	var spc wire.PacketConn = srv
 	if plain {
 		spc = plainConn{srv}
@@ -149,7 +155,14 @@ func (c *client) closeAll() {
 func (c *client) dispatch(p []byte) {
 	switch p[0] {
 	case wire.MsgRequestSuccess, wire.MsgRequestFailure:
+		select {
+		case c.replies <- append([]byte(nil), p...):
+		default:
+		}
 		c.globals <- p[0]
+		return
+	case wire.MsgChannelOpen:
+		c.accept(p)
 		return
 	case wire.MsgGlobalRequest:
 		r, _ := parseGlobalRequest(p)
@@ -296,6 +309,57 @@ func (c *client) open(kind string, window, maxPacket uint32, extra []byte) (*cch
 		return nil, fmt.Errorf("connection closed")
 	case <-time.After(10 * time.Second):
 		return nil, fmt.Errorf("open timed out")
+	}
+}
+
+// incomingChan is a channel the server opened: its type, data and our
+// end (nil when refused).
+type incomingChan struct {
+	kind  string
+	extra []byte
+	ch    *cchan
+}
+
+// accept answers a CHANNEL_OPEN from the server.
+func (c *client) accept(p []byte) {
+	o, err := parseOpen(p)
+	if err != nil {
+		c.fault("bad CHANNEL_OPEN from the server: %v", err)
+		return
+	}
+	in := incomingChan{kind: o.kind, extra: append([]byte(nil), o.extra...)}
+	if c.refuseOpens.Load() {
+		c.send(appendOpenFailure(nil, o.sender, openAdminProhibited, "refused by the test"))
+	} else {
+		c.mu.Lock()
+		ch := &cchan{cl: c, id: c.nextID, remote: o.sender, sendWin: o.window, maxPacket: o.maxPacket,
+			opened: make(chan error, 1), replies: make(chan bool, 64), recvWin: 1 << 20, recvMax: 32768,
+			initWin: 1 << 20, autoAdjust: true, exitStatus: -1}
+		ch.cond.L = &ch.mu
+		c.chans[ch.id] = ch
+		c.nextID++
+		c.mu.Unlock()
+		c.send(appendOpenConfirm(nil, o.sender, ch.id, 1<<20, 32768))
+		in.ch = ch
+	}
+	select {
+	case c.incoming <- in:
+	default:
+		c.fault("too many channels opened by the server")
+	}
+}
+
+// global sends a global request wanting a reply and returns the reply.
+func (c *client) global(t testing.TB, name string, payload []byte) []byte {
+	t.Helper()
+	c.send(append(wire.AppendBool(wire.AppendString([]byte{wire.MsgGlobalRequest}, name), true), payload...))
+	select {
+	case r := <-c.replies:
+		<-c.globals
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no reply to %s", name)
+		return nil
 	}
 }
 

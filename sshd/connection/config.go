@@ -3,9 +3,9 @@ package connection
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 )
@@ -15,12 +15,19 @@ import (
 // 8 MiB window made uploads 4-5x slower, because the client then keeps
 // that much queued and spends half its time compacting its buffers.
 const (
-	DefaultWindowSize  = 2 << 20  // bytes granted to the peer per channel (see below)
-	DefaultMaxPacket   = 64 << 10 // largest data payload we accept per packet
-	DefaultMaxSessions = 10       // as OpenSSH's MaxSessions
-	DefaultMaxChannels = 64       // all channel kinds together
-	maxWindowSize      = 1<<31 - 1
-	minMaxPacket       = 1024
+	DefaultWindowSize   = 2 << 20  // bytes granted to the peer per channel (see below)
+	DefaultMaxPacket    = 64 << 10 // largest data payload we accept per packet
+	DefaultMaxSessions  = 10       // as OpenSSH's MaxSessions
+	DefaultMaxChannels  = 64       // all channel kinds together
+	DefaultMaxListeners = 32       // tcpip-forward and streamlocal-forward listeners per connection
+	// DefaultStreamLocalBindMask is OpenSSH's StreamLocalBindMask.
+	DefaultStreamLocalBindMask fs.FileMode = 0o177
+	// X11 defaults, as OpenSSH's.
+	DefaultX11DisplayOffset = 10
+	DefaultX11MaxDisplays   = 1000
+	DefaultXAuthLocation    = "/usr/bin/xauth"
+	maxWindowSize           = 1<<31 - 1
+	minMaxPacket            = 1024
 	// maxMaxPacket keeps a full data message (13 bytes of header) inside
 	// the transport's largest payload, 256 KiB less packet framing.
 	maxMaxPacket = 256<<10 - 128
@@ -28,19 +35,20 @@ const (
 	sendChunk = 64 << 10
 )
 
-// TCPForwarding mirrors sshd_config's AllowTcpForwarding. The zero value
-// is "yes".
+// TCPForwarding mirrors sshd_config's AllowTcpForwarding and
+// AllowStreamLocalForwarding. The zero value is "yes".
 type TCPForwarding int
 
-// AllowTcpForwarding values.
+// AllowTcpForwarding and AllowStreamLocalForwarding values.
 const (
 	ForwardAll    TCPForwarding = iota // "yes" / "all"
 	ForwardNone                        // "no"
-	ForwardLocal                       // "local": direct-tcpip only
-	ForwardRemote                      // "remote": tcpip-forward only
+	ForwardLocal                       // "local": direct-tcpip / direct-streamlocal only
+	ForwardRemote                      // "remote": tcpip-forward / streamlocal-forward only
 )
 
-// ParseTCPForwarding parses an AllowTcpForwarding value.
+// ParseTCPForwarding parses an AllowTcpForwarding or
+// AllowStreamLocalForwarding value.
 func ParseTCPForwarding(s string) (TCPForwarding, error) {
 	switch strings.ToLower(s) {
 	case "yes", "all":
@@ -52,19 +60,49 @@ func ParseTCPForwarding(s string) (TCPForwarding, error) {
 	case "remote":
 		return ForwardRemote, nil
 	}
-	return 0, fmt.Errorf("connection: bad AllowTcpForwarding value %q (want yes, no, local, remote or all)", s)
+	return 0, fmt.Errorf("connection: bad forwarding value %q (want yes, no, local, remote or all)", s)
 }
 
-// localAllowed reports whether direct-tcpip is permitted.
+// localAllowed reports whether direct-* channels are permitted.
 func (f TCPForwarding) localAllowed() bool { return f == ForwardAll || f == ForwardLocal }
 
-// InternalSFTP names the in-process SFTP server in Config.Subsystems.
+// remoteAllowed reports whether *-forward listeners are permitted.
+func (f TCPForwarding) remoteAllowed() bool { return f == ForwardAll || f == ForwardRemote }
+
+// GatewayPorts mirrors sshd_config's GatewayPorts. The zero value is "no".
+type GatewayPorts int
+
+// GatewayPorts values.
+const (
+	GatewayNo              GatewayPorts = iota // listen on loopback only
+	GatewayYes                                 // listen on every address
+	GatewayClientSpecified                     // listen where the client asks
+)
+
+// ParseGatewayPorts parses a GatewayPorts value.
+func ParseGatewayPorts(s string) (GatewayPorts, error) {
+	switch strings.ToLower(s) {
+	case "no":
+		return GatewayNo, nil
+	case "yes":
+		return GatewayYes, nil
+	case "clientspecified":
+		return GatewayClientSpecified, nil
+	}
+	return 0, fmt.Errorf("connection: bad GatewayPorts value %q (want no, yes or clientspecified)", s)
+}
+
+// InternalSFTP names the in-process SFTP server in Config.Subsystems and
+// ForceCommand.
 const InternalSFTP = "internal-sftp"
 
 // Config configures the connection layer. The zero value is usable; it
 // may be shared by many connections and must not be modified while in use.
+// Fields named after an sshd_config keyword behave as that keyword; the
+// keywords whose default is "yes" appear negated (NoTTY for PermitTTY no),
+// so that the zero value keeps OpenSSH's defaults.
 type Config struct {
-	// WindowSize is the receive window granted per channel (default 8 MiB,
+	// WindowSize is the receive window granted per channel (default 2 MiB,
 	// at least MaxPacket, at most 2^31-1).
 	WindowSize uint32
 	// PaceSends keeps the channel data in flight near what the path to the
@@ -74,8 +112,9 @@ type Config struct {
 	// sshd sets it for OpenSSH clients.
 	PaceSends bool
 	// MaxPacket is the largest channel data payload we accept (default
-	// 64 KiB, between 1024 and 256 KiB). The transport must accept packets
-	// this big plus 13 bytes of header.
+	// 64 KiB, between 1024 and 256 KiB); a bigger data message is a
+	// protocol error. The transport must accept packets this big plus 13
+	// bytes of header.
 	MaxPacket uint32
 	// MaxSessions bounds open session channels per connection (default
 	// 10); negative means no sessions at all.
@@ -85,33 +124,125 @@ type Config struct {
 	// AcceptEnv lists patterns (* and ?) of variable names a client may
 	// set with "env". Empty accepts none.
 	AcceptEnv []string
-	// AllowTCPForwarding as in sshd_config; zero value is "yes".
-	AllowTCPForwarding TCPForwarding
 	// Subsystems maps subsystem names to commands run with the user's
-	// shell, or to InternalSFTP. Nil means {"sftp": "internal-sftp"}.
+	// shell, or to InternalSFTP with its flags ("internal-sftp -R"). Nil
+	// means {"sftp": "internal-sftp"}.
 	Subsystems map[string]string
-	// SFTPHelper is the argv of the child that serves internal-sftp when
-	// privileges must change (server is root, user is not). Default:
-	// this executable, re-executed with OFFLOAD_INTERNAL_SFTP=1 in its
-	// environment, which makes this package's init serve SFTP on stdin
-	// and stdout before main runs (no command-line support needed). A
-	// command given here must serve SFTP on its stdio (SFTPServerMain, or
-	// a system sftp-server).
+	// SFTPHelper is the argv of a program that serves SFTP on its stdio
+	// as the user (sftp.Main; offload's is "offload sftp-server"), run
+	// when internal-sftp cannot be served in process because the
+	// connection layer runs as another user (the library's in-process mode
+	// as root). The internal-sftp flags follow, after "--root DIR" when
+	// ChrootDirectory is set. Empty: such sessions are refused.
 	SFTPHelper []string
 	// ClientAliveInterval, when positive, sends keepalive@openssh.com
 	// after that long without traffic from the peer and disconnects after
 	// ClientAliveCountMax (default 3) unanswered probes.
 	ClientAliveInterval time.Duration
 	ClientAliveCountMax int
+
+	// ForceCommand replaces the command of every session (and wins over
+	// an authorized_keys command=); SSH_ORIGINAL_COMMAND carries the
+	// client's. "internal-sftp [flags]" serves SFTP and refuses other
+	// sessions.
+	ForceCommand string
+	// NoTTY refuses pty-req (PermitTTY no).
+	NoTTY bool
+	// SetEnv are NAME=value pairs set in every session, after the client's
+	// and the user's own (SetEnv).
+	SetEnv []string
+	// PermitUserEnvironment lists patterns of variable names read from
+	// ~/.ssh/environment; nil or empty means "no", {"*"} means "yes". The
+	// authorized_keys environment= option is filtered by the auth layer.
+	PermitUserEnvironment []string
+	// NoUserRC skips ~/.ssh/rc (PermitUserRC no); /etc/ssh/sshrc still runs.
+	NoUserRC bool
+	// NoMotd does not print /etc/motd at interactive logins (PrintMotd no).
+	NoMotd bool
+	// NoLastLog does not print the last login (PrintLastLog no).
+	NoLastLog bool
+	// Umask is the file-creation mask of session programs and
+	// internal-sftp (unless -u); nil reads UMASK from /etc/login.defs
+	// (022 when absent). A PAM module that sets one (pam_umask) should be
+	// passed here by the glue.
+	Umask *fs.FileMode
+	// ChrootDirectory confines sessions when the connection layer itself
+	// does not run chrooted (the library's in-process mode; the daemon
+	// chroots the user's process instead): internal-sftp is confined to
+	// it and session programs start chrooted there (needs root). The
+	// ownership checks are the caller's.
+	ChrootDirectory string
+	// Sessions writes login records for pty sessions (utmp, wtmp,
+	// lastlog); nil writes none.
+	Sessions SessionRecorder
+	// ChannelTimeouts close channels idle for their type's interval
+	// (ChannelTimeout).
+	ChannelTimeouts []ChannelTimeout
+	// UnusedConnectionTimeout, when positive, closes the connection after
+	// it had no open channel for that long (listeners do not count).
+	UnusedConnectionTimeout time.Duration
+
+	// AllowTCPForwarding as in sshd_config; zero value is "yes".
+	AllowTCPForwarding TCPForwarding
+	// AllowStreamLocalForwarding as in sshd_config; zero value is "yes".
+	AllowStreamLocalForwarding TCPForwarding
+	// DisableForwarding turns every kind of forwarding off: TCP, Unix
+	// sockets, agent and X11.
+	DisableForwarding bool
+	// GatewayPorts decides where tcpip-forward listens.
+	GatewayPorts GatewayPorts
+	// PermitOpen limits direct-tcpip targets: "host:port" entries (port
+	// "*" for any, host "*" for any), "any" or "none"; nil means any.
+	PermitOpen []string
+	// PermitListen limits tcpip-forward: "[host:]port" entries (host a
+	// pattern, port "*" for any), "any" or "none"; nil means any.
+	PermitListen []string
+	// StreamLocalBindMask masks the mode of forwarded Unix sockets; nil
+	// means 0177 (owner only).
+	StreamLocalBindMask *fs.FileMode
+	// StreamLocalBindUnlink removes an existing socket file before
+	// listening on its path.
+	StreamLocalBindUnlink bool
+	// MaxListeners bounds forwarding listeners per connection (default 32).
+	MaxListeners int
+	// NoAgentForwarding refuses auth-agent-req@openssh.com
+	// (AllowAgentForwarding no).
+	NoAgentForwarding bool
+	// X11Forwarding allows x11-req.
+	X11Forwarding bool
+	// X11DisplayOffset is the first display number tried (nil: 10);
+	// X11MaxDisplays how many (0: 1000).
+	X11DisplayOffset *int
+	X11MaxDisplays   int
+	// X11NoLocalhost listens for X11 on every address and names the host
+	// in DISPLAY (X11UseLocalhost no).
+	X11NoLocalhost bool
+	// XAuthLocation is the xauth program (default /usr/bin/xauth).
+	XAuthLocation string
+
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+}
+
+// ChannelTimeout is one ChannelTimeout entry: channels whose type matches
+// Type (a pattern with * and ?, or "global" for all channels taken
+// together) are closed after Timeout without traffic. Types are
+// "session", "direct-tcpip", "direct-streamlocal@openssh.com",
+// "forwarded-tcpip", "forwarded-streamlocal@openssh.com",
+// "x11-connection" and "agent-connection", as OpenSSH 10 names them. A
+// zero Timeout disables the entry.
+type ChannelTimeout struct {
+	Type    string
+	Timeout time.Duration
 }
 
 // settings is a Config with defaults applied.
 type settings struct {
 	Config
 	window, maxPacket uint32
-	selfHelper        bool // SFTPHelper re-executes this program
+	umask             fs.FileMode
+	bindMask          fs.FileMode
+	x11Offset         int
 }
 
 func (c *Config) settings() *settings {
@@ -123,18 +254,33 @@ func (c *Config) settings() *settings {
 	s.window = clampU32(s.WindowSize, DefaultWindowSize, s.maxPacket, maxWindowSize)
 	s.MaxSessions = defaultInt(s.MaxSessions, DefaultMaxSessions)
 	s.MaxChannels = defaultInt(s.MaxChannels, DefaultMaxChannels)
+	s.MaxListeners = defaultInt(s.MaxListeners, DefaultMaxListeners)
 	s.ClientAliveCountMax = defaultInt(s.ClientAliveCountMax, 3)
+	s.X11MaxDisplays = defaultInt(s.X11MaxDisplays, DefaultX11MaxDisplays)
+	s.x11Offset = DefaultX11DisplayOffset
+	if s.X11DisplayOffset != nil {
+		s.x11Offset = *s.X11DisplayOffset
+	}
+	if s.XAuthLocation == "" {
+		s.XAuthLocation = DefaultXAuthLocation
+	}
+	s.bindMask = DefaultStreamLocalBindMask
+	if s.StreamLocalBindMask != nil {
+		s.bindMask = *s.StreamLocalBindMask & 0o777
+	}
+	s.umask = loginDefsUmask(loginDefsPath)
+	if s.Umask != nil {
+		s.umask = *s.Umask & 0o777
+	}
 	if s.Subsystems == nil {
 		s.Subsystems = map[string]string{"sftp": InternalSFTP}
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	if len(s.SFTPHelper) == 0 {
-		if exe, err := os.Executable(); err == nil {
-			s.SFTPHelper = []string{exe, "sftp-server"}
-			s.selfHelper = true
-		}
+	if s.DisableForwarding {
+		s.AllowTCPForwarding, s.AllowStreamLocalForwarding = ForwardNone, ForwardNone
+		s.NoAgentForwarding, s.X11Forwarding = true, false
 	}
 	return s
 }

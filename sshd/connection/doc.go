@@ -59,12 +59,22 @@
 // # Sessions
 //
 // Session channels accept env (AcceptEnv patterns, bounded), pty-req
-// (terminal modes applied, absurd sizes refused), window-change, signal,
-// exec, shell and subsystem. Commands run as "shell -c command" with the
-// user's login shell; a forced command (perm.ForceCommand) replaces the
-// request and SSH_ORIGINAL_COMMAND carries the original. When the process
-// ends the layer drains stdout and stderr, then sends exit-status (or
-// exit-signal), EOF and CLOSE, in that order.
+// (terminal modes applied, absurd sizes refused; PermitTTY, no-pty),
+// window-change, signal, exec, shell, subsystem, x11-req and
+// auth-agent-req@openssh.com. Commands run as "shell -c command" with the
+// user's login shell, with the session umask (Config.Umask, else UMASK
+// from /etc/login.defs). A forced command (Config.ForceCommand, then the
+// key's command=) replaces the request and SSH_ORIGINAL_COMMAND carries
+// the original; a forced internal-sftp serves subsystem requests and
+// answers anything else "This service allows sftp connections only.", as
+// OpenSSH. The environment is built in OpenSSH's order (exec.go), with
+// ~/.ssh/environment under PermitUserEnvironment and SetEnv last. Before
+// the program, ~/.ssh/rc or /etc/ssh/sshrc runs, or xauth installs a
+// forwarded X11 cookie (rc.go). An interactive login on a pty prints the
+// last login (from Config.Sessions, the login-record writer) and
+// /etc/motd unless ~/.hushlogin exists. When the process ends the layer
+// drains stdout and stderr, then sends exit-status (or exit-signal), EOF
+// and CLOSE, in that order.
 //
 // # Accounts
 //
@@ -72,25 +82,43 @@
 // uid, gid, supplementary groups, home directory as cwd, login shell from
 // /etc/passwd (bounded parser, getent as fallback). As another user the
 // server can only serve its own account and refuses sessions for others.
+// In the daemon the whole layer runs in the user's own post-auth process;
+// the root case is the library's in-process mode.
 //
 // # SFTP
 //
-// The "internal-sftp" subsystem is served by this package's own SFTP
-// server (protocol version 3 with OpenSSH's extensions, including
-// limits@openssh.com, which lets OpenSSH's sftp and scp ask for 255 KiB
-// per READ and WRITE). It answers requests in order in one goroutine and
-// reads files straight into the outgoing channel buffer; replies go out
-// in full channel packets while more requests wait, and are flushed
-// before it waits for input. When no privilege change is needed (server
-// uid equals the user's uid) it runs in process over the channel. A Go
-// process cannot switch identity for one goroutine, so otherwise it runs
-// in a child process with the user's credentials: Config.SFTPHelper,
-// by default this executable re-executed with OFFLOAD_INTERNAL_SFTP=1,
-// which this package's init turns into an SFTP server on stdio.
+// "internal-sftp" (with its flags: -R, -p, -P, -d, -u, -l, -f) is served
+// by package sftp. In process when the layer runs as the user; otherwise
+// (root serving another user) by Config.SFTPHelper started as the user,
+// as offload's "sftp-server" subcommand: a Go process cannot switch
+// identity for one goroutine. ChrootDirectory confines it in either case.
 //
 // # Forwarding
 //
-// direct-tcpip channels are allowed unless Config.AllowTCPForwarding
-// forbids local forwarding or the login carries NoPortForwarding; when
-// perm.PermitOpen is set the target must match one of its entries.
+// direct-tcpip (PermitOpen and permitopen= both apply) and
+// direct-streamlocal@openssh.com channels; tcpip-forward (GatewayPorts,
+// PermitListen and permitlisten=, privileged ports refused to users other
+// than root, port 0 answered with the allocated port) and
+// streamlocal-forward@openssh.com (StreamLocalBindMask,
+// StreamLocalBindUnlink) listeners, at most Config.MaxListeners, opened by
+// the process running the layer so they belong to the user;
+// forwarded-tcpip, forwarded-streamlocal@openssh.com, x11 and
+// auth-agent@openssh.com channels opened to the client (open.go). Unix
+// sockets are refused when the layer does not run as the user.
+// DisableForwarding turns every kind off.
+//
+// # Timeouts
+//
+// ChannelTimeout closes channels idle for their type's interval ("global"
+// for all together) and UnusedConnectionTimeout a connection without
+// channels; activity is counted per data message, without clock reads on
+// the data path (timeout.go).
+//
+// # Robustness
+//
+// Every goroutine that handles peer input runs under recover (goSafe): a
+// panic closes its channel, or ends its connection when it happens in the
+// read loop, and is logged; the process keeps serving. A data message
+// bigger than the maximum packet we announced is dropped and logged, as
+// OpenSSH does.
 package connection

@@ -12,15 +12,27 @@ import (
 
 const dialTimeout = 10 * time.Second
 
-// forwardingRefusal says why direct-tcpip is not allowed, or "".
-func (m *mux) forwardingRefusal() string {
+// forwardingRefusal says why local forwarding of a kind (direct-tcpip
+// under AllowTcpForwarding, direct-streamlocal under
+// AllowStreamLocalForwarding) is not allowed, or "".
+func (m *mux) forwardingRefusal(allow TCPForwarding, keyword string) string {
 	switch {
-	case !m.cfg.AllowTCPForwarding.localAllowed():
-		return "AllowTcpForwarding forbids local forwarding"
+	case m.cfg.DisableForwarding:
+		return "DisableForwarding"
+	case !allow.localAllowed():
+		return keyword + " forbids local forwarding"
 	case m.perm.NoPortForwarding:
 		return "no-port-forwarding set for this login"
 	}
 	return ""
+}
+
+// remoteString is the client's address for logs.
+func (m *mux) remoteString() string {
+	if m.addrs.Remote == nil {
+		return "UNKNOWN"
+	}
+	return m.addrs.Remote.String()
 }
 
 // directTCPIP is the type-specific part of a direct-tcpip open.
@@ -38,21 +50,26 @@ func parseDirectTCPIP(b []byte) (directTCPIP, error) {
 	return d, r.Done()
 }
 
-// permitOpen checks the target against perm.PermitOpen ("host:port",
-// port may be "*"; "any" or "*:*" allows everything).
+// permitOpen checks a direct-tcpip target against a PermitOpen list
+// (sshd_config's or authorized_keys permitopen=): nil allows all, "any"
+// allows all, "none" nothing, "host:port" entries match exactly with "*"
+// for any host or port, as OpenSSH's open_match.
 func permitOpen(list []string, host string, port uint32) bool {
 	if list == nil {
 		return true
 	}
 	for _, e := range list {
-		if e == "any" {
+		switch e {
+		case "any":
 			return true
+		case "none":
+			continue
 		}
 		h, p, err := net.SplitHostPort(e)
 		if err != nil {
 			continue
 		}
-		if (h == "*" || strings.EqualFold(h, host)) && (p == "*" || p == strconv.FormatUint(uint64(port), 10)) {
+		if (h == "*" || h == host) && (p == "*" || p == strconv.FormatUint(uint64(port), 10)) {
 			return true
 		}
 	}
@@ -67,8 +84,9 @@ func (m *mux) serveDirectTCPIP(c *channel, extra []byte) {
 		c.openFail(openConnectFailed, "malformed direct-tcpip request")
 		return
 	}
-	if !permitOpen(m.perm.PermitOpen, d.host, d.port) {
-		c.openFail(openAdminProhibited, "target not in permitopen")
+	if !permitOpen(m.cfg.PermitOpen, d.host, d.port) || !permitOpen(m.perm.PermitOpen, d.host, d.port) {
+		m.log.Info("connection: direct-tcpip refused by PermitOpen", "target", trunc(d.host), "port", d.port)
+		c.openFail(openAdminProhibited, "target not permitted (PermitOpen/permitopen)")
 		return
 	}
 	addr := net.JoinHostPort(d.host, strconv.FormatUint(uint64(d.port), 10))
@@ -87,23 +105,74 @@ func (m *mux) serveDirectTCPIP(c *channel, extra []byte) {
 	splice(c, conn)
 }
 
+// Bounds on Unix socket paths (sun_path is 108 bytes on Linux).
+const maxSocketPath = 107
+
+func parseDirectStreamLocal(b []byte) (string, error) {
+	r := wire.NewReader(b)
+	path := r.String("socket path")
+	r.String("reserved")
+	r.Uint32("reserved")
+	return path, r.Done()
+}
+
+// serveDirectStreamLocal connects to a Unix socket (ssh -L with a socket
+// path on the server side) and splices it to the channel.
+func (m *mux) serveDirectStreamLocal(c *channel, extra []byte) {
+	path, err := parseDirectStreamLocal(extra)
+	if err != nil || path == "" || len(path) > maxSocketPath || strings.IndexByte(path, 0) >= 0 {
+		c.openFail(openConnectFailed, "malformed direct-streamlocal request")
+		return
+	}
+	if why := m.socketRefusal(); why != "" {
+		c.openFail(openAdminProhibited, why)
+		return
+	}
+	dialer := net.Dialer{Timeout: dialTimeout}
+	conn, err := dialer.DialContext(c.ctx, "unix", path)
+	if err != nil {
+		m.log.Info("connection: direct-streamlocal connect failed", "path", trunc(path), "err", err)
+		c.openFail(openConnectFailed, "connect failed")
+		return
+	}
+	defer conn.Close()
+	if c.confirm() != nil {
+		return
+	}
+	splice(c, conn)
+}
+
+// socketRefusal refuses Unix socket forwarding when the connection layer
+// does not run as the user (a root server in the in-process mode): root
+// would connect to, or create, sockets the user may not.
+func (m *mux) socketRefusal() string {
+	a, err := m.account()
+	if err != nil {
+		return "unknown account"
+	}
+	if a.needsSwitch() {
+		return "Unix socket forwarding needs the connection layer to run as the user"
+	}
+	return ""
+}
+
 // splice copies both ways until both directions ended or the channel
 // died, propagating half-closes.
 func splice(c *channel, conn net.Conn) {
 	done := make(chan struct{}, 2)
-	go func() {
+	c.m.goSafe("splice out", c, func() {
+		defer func() { done <- struct{}{} }() // also after a panic
 		c.stdout.ReadFrom(conn)
 		c.CloseWrite()
-		done <- struct{}{}
-	}()
-	go func() {
+	})
+	c.m.goSafe("splice in", c, func() {
+		defer func() { done <- struct{}{} }()
 		buf := make([]byte, stdinBufSize)
 		io.CopyBuffer(writerOnly{conn}, readerOnly{c}, buf)
 		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		}
-		done <- struct{}{}
-	}()
+	})
 	for n := 0; n < 2; n++ {
 		select {
 		case <-done:

@@ -96,7 +96,11 @@ func TestPermitOpen(t *testing.T) {
 		{nil, "x", 1, true},
 		{[]string{}, "x", 1, false},
 		{[]string{"any"}, "x", 1, true},
-		{[]string{"Example.com:22"}, "example.com", 22, true},
+		{[]string{"example.com:22"}, "example.com", 22, true},
+		{[]string{"Example.com:22"}, "example.com", 22, false}, // exact, as OpenSSH's open_match
+		{[]string{"*:22"}, "example.com", 22, true},
+		{[]string{"example.com:*"}, "example.com", 9, true},
+		{[]string{"none"}, "x", 1, false},
 		{[]string{"example.com:22"}, "example.com", 23, false},
 		{[]string{"[::1]:80"}, "::1", 80, true},
 		{[]string{"bad"}, "bad", 0, false},

@@ -66,6 +66,14 @@ func FuzzMux(f *testing.F) {
 	f.Add(joinPackets(seedOpen("x", 5, 1<<30, 1<<15), appendWindowAdjust(nil, 0, 0xffffffff)))
 	f.Add(joinPackets(wire.AppendBool(wire.AppendString([]byte{wire.MsgGlobalRequest}, "keepalive@openssh.com"), true)))
 	f.Add(joinPackets(seedOpen("session", 0, 0, 1), data, data, data))
+	gr := func(name string, payload []byte) []byte {
+		return append(wire.AppendBool(wire.AppendString([]byte{wire.MsgGlobalRequest}, name), true), payload...)
+	}
+	f.Add(joinPackets(gr("tcpip-forward", wire.AppendUint32(wire.AppendString(nil, "127.0.0.1"), 0)),
+		gr("cancel-tcpip-forward", wire.AppendUint32(wire.AppendString(nil, "127.0.0.1"), 0)),
+		gr("streamlocal-forward@openssh.com", []byte{0, 0, 0, 1}), gr("no-more-sessions@openssh.com", nil)))
+	f.Add(joinPackets([]byte{wire.MsgChannelOpenConfirm, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0},
+		[]byte{wire.MsgChannelOpenFailure, 0, 0, 0, 7}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		srv, cli := memPipe()
 		done := make(chan error, 1)
@@ -104,7 +112,20 @@ func asProtocolError(err error, pe **ProtocolError) bool {
 func FuzzParsers(f *testing.F) {
 	f.Add(ptyPayload("xterm", 80, 24, []byte{53, 0, 0, 0, 1, 0}), "LC_*")
 	f.Add(directPayload("::1", 22), "*a?b*")
+	f.Add([]byte("A=1\n#x\nB=2"), "UMASK 022")
+	f.Add(x11Payload(true, "MIT-MAGIC-COOKIE-1", "00ff", 0), "*")
 	f.Fuzz(func(t *testing.T, b []byte, s string) {
+		parseEnvironmentFile(b, []string{s, "!" + s})
+		if m, ok := parseLoginDefsUmask(bytes.NewReader(b)); ok && m > 0o777 {
+			t.Fatalf("umask %o", m)
+		}
+		if x, err := parseX11Request(b); err == nil && xauthValid(x.cookie) && bytes.ContainsAny([]byte(x.cookie), " \n") {
+			t.Fatalf("cookie %q passed as valid", x.cookie)
+		}
+		parseDirectStreamLocal(b)
+		permitListen([]string{s}, string(b), 22)
+		permitOpen([]string{s}, string(b), 22)
+		matchPatternList([]string{s}, string(b))
 		parsePTYRequest(b)
 		parseModes(b)
 		parseDirectTCPIP(b)

@@ -7,22 +7,41 @@ import (
 	"github.com/offload/offload/sshd/wire"
 )
 
+// maxGlobalPayload bounds a global request's data: every request we
+// serve needs a few hundred bytes at most.
+const maxGlobalPayload = 4096
+
 // globalRequest answers SSH_MSG_GLOBAL_REQUEST as OpenSSH's sshd does:
-// keepalive and everything unknown get REQUEST_FAILURE; no-more-sessions
-// is honoured.
+// remote forwarding (tcpip-forward, streamlocal-forward@openssh.com and
+// their cancels), hostkeys-prove-00@openssh.com,
+// no-more-sessions@openssh.com, and REQUEST_FAILURE for
+// keepalive@openssh.com and everything unknown. Replies go out in the
+// order of the requests.
 func (m *mux) globalRequest(p []byte) error {
 	r, err := parseGlobalRequest(p)
 	if err != nil {
 		return protoErr(-1, err, "malformed global request")
 	}
 	ok, data := false, []byte(nil)
-	switch r.kind {
-	case hostKeysProveRequest:
+	switch {
+	case r.kind == hostKeysProveRequest: // bounded by the transport
 		ok, data = m.proveHostKeys(r.payload)
-	case "no-more-sessions@openssh.com":
+	case len(r.payload) > maxGlobalPayload:
+		m.log.Info("connection: oversized global request refused", "type", trunc(r.kind), "bytes", len(r.payload))
+	case r.kind == "tcpip-forward":
+		ok, data = m.tcpipForward(r.payload, r.wantReply)
+	case r.kind == "cancel-tcpip-forward":
+		ok = m.cancelTCPIPForward(r.payload)
+	case r.kind == "streamlocal-forward@openssh.com":
+		ok = m.streamLocalForward(r.payload)
+	case r.kind == "cancel-streamlocal-forward@openssh.com":
+		ok = m.cancelStreamLocalForward(r.payload)
+	case r.kind == "no-more-sessions@openssh.com":
+		m.mu.Lock()
 		m.noMoreSessions = true
+		m.mu.Unlock()
 		ok = true
-	case "keepalive@openssh.com":
+	case r.kind == "keepalive@openssh.com":
 	default:
 		m.log.Debug("connection: refused global request", "type", trunc(r.kind))
 	}
@@ -84,7 +103,7 @@ func (m *mux) startKeepalive() {
 		return
 	}
 	m.lastRead.Store(nowNano())
-	m.wg.Go(func() {
+	m.goSafe("keepalive", nil, func() {
 		t := time.NewTicker(iv)
 		defer t.Stop()
 		for {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -34,9 +35,13 @@ type mux struct {
 	probes         atomic.Int32 // unanswered keepalives
 	acct           accountOnce
 	discOnce       sync.Once
-	handler        channelHandler // replaces all channel types when set (tests)
-	batch          bool           // pc is a wire.ReadWaiter: sinks may hold data (sink.go)
-	held           *channel       // the channel holding data for its sink; read loop only
+	handler        channelHandler      // replaces all channel types when set (tests)
+	batch          bool                // pc is a wire.ReadWaiter: sinks may hold data (sink.go)
+	held           *channel            // the channel holding data for its sink; read loop only
+	opening        map[uint32]*channel // channels we opened, awaiting the peer's answer
+	fwd            forwards            // listeners for the peer (listen.go)
+	agent          agentState          // the forwarded agent's socket (agent.go)
+	idleSince      atomic.Int64        // unix nanos the last channel closed; 0 while channels are open
 }
 
 // Serve runs the connection protocol on pc for the user p authenticated
@@ -57,7 +62,8 @@ func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Co
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := &mux{pc: pc, cfg: cfg.settings(), perm: p, ctx: ctx, chans: map[uint32]*channel{},
-		addrs: addrsFrom(ctx, pc), handler: h}
+		opening: map[uint32]*channel{}, addrs: addrsFrom(ctx, pc), handler: h}
+	m.idleSince.Store(nowNano())
 	m.log = m.cfg.Logger.With("user", p.User)
 	m.ctl = newCtlQueue(pc)
 	stop := context.AfterFunc(ctx, func() { pc.Close() })
@@ -68,8 +74,37 @@ func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Co
 	}
 	m.startKeepalive()
 	m.announceHostKeys()
-	err := m.loop()
+	m.startTimeouts()
+	err := m.safeLoop()
 	return m.finish(ctx, cancel, err)
+}
+
+// safeLoop is loop under recover: a bug that panics on some input ends
+// this connection with an error, not the process.
+func (m *mux) safeLoop() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("connection: panic in the read loop", "panic", r, "stack", string(debug.Stack()))
+			err = &ProtocolError{Reason: wire.DisconnectByApplication, Channel: -1, Msg: "internal error"}
+		}
+	}()
+	return m.loop()
+}
+
+// goSafe runs f in a handler goroutine under recover: a panic ends the
+// channel c (when not nil) and is logged; the connection goes on.
+func (m *mux) goSafe(what string, c *channel, f func()) {
+	m.wg.Go(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				m.log.Error("connection: panic in a handler", "handler", what, "panic", r, "stack", string(debug.Stack()))
+				if c != nil {
+					c.abort()
+				}
+			}
+		}()
+		f()
+	})
 }
 
 // disconnect sends DISCONNECT (once) when pc can, and closes pc.
@@ -96,7 +131,12 @@ func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) 
 	for _, c := range m.chans {
 		c.kill()
 	}
+	for _, c := range m.opening {
+		c.kill()
+	}
 	m.mu.Unlock()
+	m.fwd.closeAll()
+	m.agent.close()
 	m.ctl.close()
 	m.wg.Wait()
 	switch {
@@ -169,6 +209,8 @@ func (m *mux) dispatch(p []byte) error {
 		return nil
 	case t == wire.MsgChannelOpen:
 		return m.open(p)
+	case t == wire.MsgChannelOpenConfirm || t == wire.MsgChannelOpenFailure:
+		return m.openReply(p)
 	case t >= wire.MsgChannelWindowAdjust && t <= wire.MsgChannelFailure:
 		return m.channelMsg(p)
 	case t >= wire.MsgUserAuthRequest && t < wire.MsgGlobalRequest:
@@ -229,7 +271,7 @@ func (m *mux) channelMsg(p []byte) error {
 		m.probes.Store(0)
 		return nil // replies to keepalives; we ask for nothing else
 	}
-	return protoErr(int64(c.id), nil, "unexpected message %d (we open no channels)", p[0])
+	return protoErr(int64(c.id), nil, "unexpected message %d", p[0])
 }
 
 func (m *mux) windowAdjust(c *channel, p []byte) error {
@@ -254,6 +296,15 @@ func (m *mux) data(c *channel, p []byte) error {
 	d, ext, ok := parseData(p)
 	if !ok {
 		return protoErr(int64(c.id), wire.ErrShort, "malformed data message")
+	}
+	if uint32(len(d)) > m.cfg.maxPacket {
+		// As OpenSSH: logged and dropped, the window untouched.
+		m.log.Info("connection: data packet bigger than the maximum we announced dropped",
+			"channel", c.id, "bytes", len(d), "max", m.cfg.maxPacket)
+		return nil
+	}
+	if c.counting {
+		c.activity.Add(1)
 	}
 	c.mu.Lock()
 	if left := c.inWindow; uint64(len(d)) > uint64(left) {
@@ -318,6 +369,15 @@ func (m *mux) free(c *channel) {
 	delete(m.chans, c.id)
 	if c.kind == "session" {
 		m.sessions--
+	}
+	m.noteIdle()
+}
+
+// noteIdle starts the unused-connection clock when no channel is left;
+// m.mu is held.
+func (m *mux) noteIdle() {
+	if len(m.chans) == 0 && len(m.opening) == 0 {
+		m.idleSince.Store(nowNano())
 	}
 }
 

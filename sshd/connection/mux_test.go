@@ -83,7 +83,7 @@ func TestMalformedOpen(t *testing.T) {
 func TestUnexpectedMessage(t *testing.T) {
 	c := startClient(t, nil, self(t))
 	c.send([]byte{wire.MsgChannelOpenConfirm, 0, 0, 0, 0})
-	expectDisconnect(t, c, "unexpected message 91")
+	expectDisconnect(t, c, "open answer for a channel we did not open")
 }
 
 func TestGlobalRequests(t *testing.T) {

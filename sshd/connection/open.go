@@ -1,5 +1,11 @@
 package connection
 
+import (
+	"fmt"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
 // open handles SSH_MSG_CHANNEL_OPEN.
 func (m *mux) open(p []byte) error {
 	o, err := parseOpen(p)
@@ -25,7 +31,7 @@ func (m *mux) open(p []byte) error {
 		return nil
 	}
 	extra := append([]byte(nil), o.extra...)
-	m.wg.Go(func() { m.runChannel(c, handler, extra) })
+	m.goSafe(o.kind, c, func() { m.runChannel(c, handler, extra) })
 	return nil
 }
 
@@ -49,10 +55,15 @@ func (m *mux) admit(o openMsg) (channelHandler, uint32, string) {
 	case "session":
 		return m.admitSession()
 	case "direct-tcpip":
-		if why := m.forwardingRefusal(); why != "" {
+		if why := m.forwardingRefusal(m.cfg.AllowTCPForwarding, "AllowTcpForwarding"); why != "" {
 			return nil, openAdminProhibited, why
 		}
 		return m.serveDirectTCPIP, 0, ""
+	case "direct-streamlocal@openssh.com":
+		if why := m.forwardingRefusal(m.cfg.AllowStreamLocalForwarding, "AllowStreamLocalForwarding"); why != "" {
+			return nil, openAdminProhibited, why
+		}
+		return m.serveDirectStreamLocal, 0, ""
 	}
 	return nil, openUnknownType, "unknown channel type"
 }
@@ -69,13 +80,102 @@ func (m *mux) admitSession() (channelHandler, uint32, string) {
 
 // newChannelID registers a channel under a fresh local number.
 func (m *mux) newChannelID(o openMsg) *channel {
-	for m.chans[m.nextID] != nil {
+	for !m.freeID(m.nextID) {
 		m.nextID++
 	}
 	c := newChannel(m, m.nextID, o)
 	m.chans[c.id] = c
 	m.nextID++
+	m.idleSince.Store(0)
 	return c
+}
+
+// freeID reports whether id is used by no channel, open or opening.
+func (m *mux) freeID(id uint32) bool { return m.chans[id] == nil && m.opening[id] == nil }
+
+// OpenError is returned when the peer refused a channel we opened.
+type OpenError struct {
+	Kind   string
+	Reason uint32
+	Msg    string
+}
+
+func (e *OpenError) Error() string {
+	return fmt.Sprintf("connection: peer refused %s channel (reason %d): %s", e.Kind, e.Reason, e.Msg)
+}
+
+// openChannel opens a channel to the peer (forwarded-tcpip, x11, agent)
+// and waits for its answer. extra is the type-specific data.
+func (m *mux) openChannel(kind string, extra []byte) (*channel, error) {
+	m.mu.Lock()
+	if len(m.chans)+len(m.opening) >= m.cfg.MaxChannels {
+		m.mu.Unlock()
+		return nil, refuse(kind, "too many channels")
+	}
+	for !m.freeID(m.nextID) {
+		m.nextID++
+	}
+	c := newChannel(m, m.nextID, openMsg{kind: kind})
+	m.nextID++
+	c.confirmed = make(chan error, 1)
+	m.opening[c.id] = c
+	m.idleSince.Store(0)
+	m.mu.Unlock()
+	b := append([]byte{wire.MsgChannelOpen}, wire.AppendString(nil, kind)...)
+	b = wire.AppendUint32(b, c.id)
+	b = wire.AppendUint32(b, m.cfg.window)
+	b = wire.AppendUint32(b, m.cfg.maxPacket)
+	m.ctl.send(append(b, extra...))
+	select {
+	case err := <-c.confirmed:
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	case <-c.ctx.Done(): // the connection ends
+		return nil, ErrClosed
+	}
+}
+
+// openReply handles OPEN_CONFIRMATION and OPEN_FAILURE for a channel we
+// opened.
+func (m *mux) openReply(p []byte) error {
+	r := wire.NewReader(p[1:])
+	id := r.Uint32("recipient channel")
+	m.mu.Lock()
+	c := m.opening[id]
+	if c != nil {
+		delete(m.opening, id)
+	}
+	m.mu.Unlock()
+	if c == nil {
+		return protoErr(int64(id), nil, "open answer for a channel we did not open")
+	}
+	if p[0] == wire.MsgChannelOpenFailure {
+		reason, msg := r.Uint32("reason"), r.String("description")
+		r.String("language")
+		c.confirmed <- &OpenError{Kind: c.kind, Reason: reason, Msg: trunc(msg)}
+		c.cancel()
+		m.mu.Lock()
+		m.noteIdle()
+		m.mu.Unlock()
+		return nil
+	}
+	remote, window, maxp := r.Uint32("sender channel"), r.Uint32("window"), r.Uint32("maximum packet")
+	if r.Err() != nil || maxp == 0 {
+		return protoErr(int64(id), r.Err(), "malformed OPEN_CONFIRMATION")
+	}
+	c.mu.Lock()
+	c.remote, c.outWindow, c.peerMax = remote, window, min(maxp, sendChunk)
+	if c.pace != nil {
+		c.pace = newPacer(window)
+	}
+	c.mu.Unlock()
+	m.mu.Lock()
+	m.chans[c.id] = c
+	m.mu.Unlock()
+	c.confirmed <- nil
+	return nil
 }
 
 // runChannel runs a handler, which confirms or refuses the channel, and
@@ -88,7 +188,19 @@ func (m *mux) runChannel(c *channel, h channelHandler, extra []byte) {
 // confirm sends OPEN_CONFIRMATION; handlers call it before any data.
 func (c *channel) confirm() error {
 	b := appendOpenConfirm(nil, c.remote, c.id, c.m.cfg.window, c.m.cfg.maxPacket)
+	c.confirmedSent.Store(true)
 	return c.sendControl(b)
+}
+
+// abort ends a channel whose handler failed (panicked): refused when it
+// was not confirmed yet, else killed and closed.
+func (c *channel) abort() {
+	if c.confirmed == nil && !c.confirmedSent.Load() {
+		c.openFail(openConnectFailed, "internal error")
+		return
+	}
+	c.kill()
+	c.m.ctl.do(func() { c.Close() })
 }
 
 // openFail refuses the channel and frees its number.

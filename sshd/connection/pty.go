@@ -4,10 +4,8 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/creack/pty"
 
@@ -39,6 +37,9 @@ type termMode struct {
 func (s *session) ptyReq(b []byte) error {
 	if s.m.perm.NoPTY {
 		return refuse("pty-req", "no-pty set for this login")
+	}
+	if s.m.cfg.NoTTY {
+		return refuse("pty-req", "PermitTTY no")
 	}
 	if s.pty != nil || s.process() != nil {
 		return refuse("pty-req", "pty already requested or session started")
@@ -149,33 +150,22 @@ func (c *channel) resizeInline(r requestMsg) bool {
 	return true
 }
 
-// startPTY runs c on a new pseudo-terminal with the requested modes.
-func (s *session) startPTY(c *exec.Cmd) (*process, error) {
+// openPTY opens a pseudo-terminal with the requested size and modes,
+// owned by the user.
+func (s *session) openPTY() (*childIO, error) {
 	ptm, tty, err := pty.Open()
 	if err != nil {
 		return nil, err
 	}
-	defer tty.Close()
-	if err := s.setupTTY(ptm, tty, c); err != nil {
-		ptm.Close()
+	if err := s.setupTTY(ptm, tty); err != nil {
+		closeAll(ptm, tty)
 		return nil, err
 	}
-	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-	c.SysProcAttr.Setctty = true
-	c.SysProcAttr.Ctty = 0
-	if err := c.Start(); err != nil {
-		ptm.Close()
-		return nil, err
-	}
-	p := &process{cmd: c, pty: ptm, done: make(chan struct{})}
-	s.c.resize.Store(ptm)
-	s.later(func() { s.pumpPTYInput(ptm) })
-	s.later(func() { s.supervisePTY(p) })
-	return p, nil
+	return &childIO{stdin: tty, stdout: tty, stderr: tty, out: ptm}, nil
 }
 
 // setupTTY applies size, modes and ownership before the child starts.
-func (s *session) setupTTY(ptm, tty *os.File, c *exec.Cmd) error {
+func (s *session) setupTTY(ptm, tty *os.File) error {
 	if err := setWinsize(ptm, &s.pty.size); err != nil {
 		return err
 	}
@@ -183,9 +173,8 @@ func (s *session) setupTTY(ptm, tty *os.File, c *exec.Cmd) error {
 		s.m.log.Debug("connection: terminal modes not applied", "err", err)
 	}
 	s.pty.name = tty.Name()
-	c.Env = append(c.Env, "SSH_TTY="+s.pty.name)
-	if cr := c.SysProcAttr.Credential; cr != nil {
-		os.Chown(s.pty.name, int(cr.Uid), ttyGroup(cr.Gid))
+	if a, err := s.m.account(); err == nil && a.cred != nil {
+		os.Chown(s.pty.name, int(a.uid), ttyGroup(a.gid))
 		os.Chmod(s.pty.name, 0o620)
 	}
 	return nil
@@ -207,25 +196,6 @@ func (s *session) pumpPTYInput(ptm *os.File) {
 	if err != nil {
 		io.CopyBuffer(io.Discard, readerOnly{s.c}, buf)
 	}
-}
-
-// supervisePTY forwards output until the child exits and the pty is
-// drained (bounded by ptyDrainTime), then reports the exit.
-func (s *session) supervisePTY(p *process) {
-	defer close(p.done)
-	outDone := make(chan struct{})
-	go func() { s.c.stdout.ReadFrom(eioIsEOF{p.pty}); close(outDone) }()
-	st := s.reap(p.cmd, waitProcess(p.cmd))
-	select {
-	case <-outDone:
-	case <-time.After(ptyDrainTime):
-	case <-s.c.ctx.Done():
-	}
-	p.pty.SetReadDeadline(time.Now())
-	<-outDone
-	s.c.resize.Store(nil)
-	p.pty.Close()
-	s.finish(st)
 }
 
 // eioIsEOF turns the EIO a pty master returns after the last slave

@@ -1,7 +1,6 @@
 package connection
 
 import (
-	"os"
 	"strings"
 	"sync"
 
@@ -24,9 +23,10 @@ type session struct {
 	env      []string // accepted client variables, NAME=value
 	envBytes int
 	pty      *ptyRequest
+	x11      *x11Display // set by x11-req
 
 	mu      sync.Mutex
-	proc    *process // set once started
+	proc    *process // set once the program started
 	started bool
 	pending []func() // goroutines to start once the request is answered
 }
@@ -38,7 +38,7 @@ func (s *session) later(f func()) { s.pending = append(s.pending, f) }
 // runPending starts the queued goroutines.
 func (s *session) runPending() {
 	for _, f := range s.pending {
-		s.m.wg.Go(f)
+		s.m.goSafe("session", s.c, f)
 	}
 	s.pending = nil
 }
@@ -50,6 +50,7 @@ func (m *mux) serveSession(c *channel, _ []byte) {
 	if c.confirm() != nil {
 		return
 	}
+	defer s.closeX11()
 	for r := range c.reqs {
 		c.reqBytes.Add(-int64(len(r.payload)))
 		ok := s.handle(r)
@@ -77,6 +78,10 @@ func (s *session) handle(r requestMsg) bool {
 		err = s.shell(r.payload)
 	case "subsystem":
 		err = s.subsystem(r.payload)
+	case "x11-req":
+		err = s.x11Req(r.payload)
+	case "auth-agent-req@openssh.com":
+		err = s.agentReq(r.payload)
 	default:
 		err = refuse(trunc(r.kind), "unsupported session request")
 	}
@@ -87,7 +92,7 @@ func (s *session) handle(r requestMsg) bool {
 	return true
 }
 
-// wait returns once the session's process (if any) has been reaped.
+// wait returns once the session's program (if any) has been reaped.
 func (s *session) wait() {
 	s.mu.Lock()
 	p := s.proc
@@ -175,7 +180,7 @@ func (s *session) exec(b []byte) error {
 	if len(cmd) > maxCommandSize || strings.IndexByte(cmd, 0) >= 0 {
 		return refuse("exec", "bad command")
 	}
-	return s.run("exec", cmd, true)
+	return s.run("exec", cmd, false)
 }
 
 func (s *session) shell(b []byte) error {
@@ -195,50 +200,77 @@ func (s *session) subsystem(b []byte) error {
 	if !ok {
 		return refuse("subsystem", "unknown subsystem %q", trunc(name))
 	}
-	if s.m.perm.ForceCommand != "" {
-		return s.run("subsystem", cmd, true) // as OpenSSH: the original is the subsystem's command
-	}
-	if isInternalSFTP(cmd) {
-		return s.sftp()
-	}
-	return s.run("subsystem", cmd, false)
+	return s.run("subsystem", cmd, true)
 }
 
-// run starts a command (or the login shell when cmd is empty) through
-// the user's shell. A forced command takes precedence; original tells
-// whether cmd is the client's command, for SSH_ORIGINAL_COMMAND.
-func (s *session) run(req, cmd string, original bool) error {
+// forcedCommand is the command that replaces the client's, if any:
+// sshd_config's ForceCommand wins over the key's command=, as in OpenSSH.
+func (s *session) forcedCommand() string {
+	if fc := s.m.cfg.ForceCommand; fc != "" {
+		return fc
+	}
+	return s.m.perm.ForceCommand
+}
+
+// run starts what a shell, exec or subsystem request asks for, as
+// OpenSSH's do_exec: a forced command replaces it (SSH_ORIGINAL_COMMAND
+// carries the original: the client's command, or a subsystem's command
+// line), internal-sftp is served by the SFTP server (a forced
+// internal-sftp refuses anything but a subsystem), and the rest runs
+// through the user's shell (cmd "" is a login shell).
+func (s *session) run(req, cmd string, subsystem bool) error {
 	if err := s.begin(req); err != nil {
 		return err
 	}
 	var orig *string
-	if fc := s.m.perm.ForceCommand; fc != "" {
-		if original {
+	if fc := s.forcedCommand(); fc != "" {
+		if req != "shell" {
 			o := cmd
 			orig = &o
 		}
-		if isInternalSFTP(fc) {
-			return s.sftpStarted()
-		}
 		cmd = fc
+		if isInternalSFTP(cmd) && !subsystem {
+			return s.sftpOnly()
+		}
+	}
+	if isInternalSFTP(cmd) && subsystem {
+		return s.sftp(cmd)
 	}
 	return s.start(req, cmd, orig)
 }
 
 // isInternalSFTP reports whether a command names the in-process SFTP
-// server; OpenSSH's options after it ("internal-sftp -u 022") are not
-// supported and ignored.
+// server (with or without flags).
 func isInternalSFTP(cmd string) bool {
 	f := strings.Fields(cmd)
 	return len(f) > 0 && f[0] == InternalSFTP
 }
 
-// hostEnvPath is the PATH given to sessions.
+// sftpOnly answers a session that a forced internal-sftp does not serve,
+// as OpenSSH: a message and exit status 1.
+func (s *session) sftpOnly() error {
+	s.m.log.Warn("connection: refusing non-sftp session", "remote", s.m.remoteString())
+	p := &process{done: make(chan struct{})}
+	s.setProcess(p)
+	s.later(func() {
+		defer close(p.done)
+		s.c.Write([]byte("This service allows sftp connections only.\n"))
+		s.c.sendRequest("exit-status", wire.AppendUint32(nil, 1))
+		s.c.Close()
+	})
+	return nil
+}
+
+func (s *session) setProcess(p *process) {
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+}
+
+// hostEnvPath is the PATH given to sessions, as Debian's OpenSSH.
 func hostEnvPath(uid uint32) string {
 	if uid == 0 {
 		return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
 	return "/usr/local/bin:/usr/bin:/bin:/usr/games"
 }
-
-var _ = os.Getuid

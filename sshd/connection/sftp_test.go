@@ -96,7 +96,32 @@ func TestSFTPInProcess(t *testing.T) { testSFTP(t) }
 func TestSFTPHelper(t *testing.T) {
 	sftpAlwaysHelper = true
 	defer func() { sftpAlwaysHelper = false }()
-	testSFTP(t)
+	exe, _ := os.Executable()
+	c := startClient(t, &Config{SFTPHelper: testHelper(exe)}, self(t))
+	sc := sftpClient(t, c)
+	dir := t.TempDir()
+	f, err := sc.Create(filepath.Join(dir, "up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("via the helper"))
+	f.Close()
+	if got, _ := os.ReadFile(filepath.Join(dir, "up")); string(got) != "via the helper" {
+		t.Fatalf("uploaded %q", got)
+	}
+	batch(t, sc, dir)
+}
+
+// TestSFTPHelperMissing: without a helper, internal-sftp for a user the
+// connection layer does not run as is refused, not served as root.
+func TestSFTPHelperMissing(t *testing.T) {
+	sftpAlwaysHelper = true
+	defer func() { sftpAlwaysHelper = false }()
+	c := startClient(t, nil, self(t))
+	ch := c.session(t)
+	if ch.req("subsystem", true, wire.AppendString(nil, "sftp")) {
+		t.Errorf("internal-sftp served without a helper")
+	}
 }
 
 func TestUnknownSubsystem(t *testing.T) {
@@ -134,7 +159,7 @@ func TestSFTPHelperAsNobody(t *testing.T) {
 	}
 	secret := filepath.Join(dir, "secret")
 	os.WriteFile(secret, []byte("root only"), 0o600)
-	cfg := &Config{SFTPHelper: []string{"/usr/bin/env", sftpHelperEnv + "=1", helper}}
+	cfg := &Config{SFTPHelper: testHelper(helper)}
 	c := startClient(t, cfg, &perm.Permissions{User: "nobody"})
 	sc := sftpClient(t, c)
 	f, err := sc.Create(filepath.Join(dir, "made"))
@@ -164,9 +189,15 @@ func TestForcedInternalSFTP(t *testing.T) {
 	p := self(t)
 	p.ForceCommand = "internal-sftp"
 	c := startClient(t, nil, p)
-	ch := c.session(t)
-	if !ch.exec("echo not-run") { // the forced command replaces it
-		t.Fatal("exec refused")
+	// As OpenSSH: anything but a subsystem is refused with a message.
+	ch := run(t, c, "echo not-run", nil)
+	if got := ch.stdout.String(); got != "This service allows sftp connections only.\n" || ch.exitStatus != 1 {
+		t.Errorf("exec under a forced internal-sftp: %q, status %d", got, ch.exitStatus)
+	}
+	// A subsystem request gets SFTP, whichever subsystem it names.
+	ch = c.session(t)
+	if !ch.req("subsystem", true, wire.AppendString(nil, "sftp")) {
+		t.Fatal("subsystem refused")
 	}
 	sc, err := sftp.NewClientPipe(ch, ch)
 	if err != nil {

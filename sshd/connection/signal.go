@@ -53,7 +53,15 @@ func (s *session) signal(b []byte) error {
 		return refuse("signal", "unknown signal %q", trunc(name))
 	}
 	p := s.process()
-	if p == nil || p.cmd == nil {
+	if p == nil {
+		return refuse("signal", "%v", errNoProcess)
+	}
+	select { // a signal right after exec waits for the program to start
+	case <-p.started:
+	case <-s.c.ctx.Done():
+		return refuse("signal", "%v", ErrClosed)
+	}
+	if p.cmd == nil || p.cmd.Process == nil {
 		return refuse("signal", "%v", errNoProcess)
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {

@@ -21,6 +21,10 @@ type Permissions struct {
 	// PermitOpen, when not nil, lists the host:port targets direct-tcpip
 	// may reach (authorized_keys permitopen=); nil means any.
 	PermitOpen []string
+	// PermitListen, when not nil, lists the "[host:]port" entries
+	// tcpip-forward may listen on (authorized_keys permitlisten=); nil
+	// means any.
+	PermitListen []string
 
 	NoPTY             bool
 	NoPortForwarding  bool

@@ -1,4 +1,4 @@
-package connection
+package sftp
 
 import (
 	"encoding/binary"
@@ -32,15 +32,15 @@ const (
 	attrExtended    = 0x80000000
 )
 
-// sftpIn reads request fields; a short field sets bad and yields zeros.
-type sftpIn struct {
+// reader reads request fields; a short field sets bad and yields zeros.
+type reader struct {
 	b   []byte
 	bad bool
 }
 
-func (r *sftpIn) fail() { r.bad, r.b = true, nil }
+func (r *reader) fail() { r.bad, r.b = true, nil }
 
-func (r *sftpIn) u32() uint32 {
+func (r *reader) u32() uint32 {
 	if len(r.b) < 4 {
 		r.fail()
 		return 0
@@ -50,7 +50,7 @@ func (r *sftpIn) u32() uint32 {
 	return v
 }
 
-func (r *sftpIn) u64() uint64 {
+func (r *reader) u64() uint64 {
 	if len(r.b) < 8 {
 		r.fail()
 		return 0
@@ -61,7 +61,7 @@ func (r *sftpIn) u64() uint64 {
 }
 
 // bytes reads a string field, aliasing the request.
-func (r *sftpIn) bytes() []byte {
+func (r *reader) bytes() []byte {
 	n := r.u32()
 	if r.bad || uint64(n) > uint64(len(r.b)) {
 		r.fail()
@@ -72,10 +72,10 @@ func (r *sftpIn) bytes() []byte {
 	return v
 }
 
-func (r *sftpIn) str() string { return string(r.bytes()) }
+func (r *reader) str() string { return string(r.bytes()) }
 
-// sftpAttrs is the ATTRS structure of version 3.
-type sftpAttrs struct {
+// attrs is the ATTRS structure of version 3.
+type attrs struct {
 	flags        uint32
 	size         uint64
 	uid, gid     uint32
@@ -85,8 +85,8 @@ type sftpAttrs struct {
 }
 
 // attrs reads ATTRS; extended attributes are skipped.
-func (r *sftpIn) attrs() sftpAttrs {
-	a := sftpAttrs{flags: r.u32()}
+func (r *reader) attrs() attrs {
+	a := attrs{flags: r.u32()}
 	if a.flags&attrSize != 0 {
 		a.size = r.u64()
 	}
@@ -108,7 +108,7 @@ func (r *sftpIn) attrs() sftpAttrs {
 	return a
 }
 
-func appendAttrs(b []byte, a sftpAttrs) []byte {
+func appendAttrs(b []byte, a attrs) []byte {
 	b = binary.BigEndian.AppendUint32(b, a.flags&^attrExtended)
 	if a.flags&attrSize != 0 {
 		b = binary.BigEndian.AppendUint64(b, a.size)
@@ -127,14 +127,14 @@ func appendAttrs(b []byte, a sftpAttrs) []byte {
 	return b
 }
 
-func appendSFTPString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
 }
 
 // attrsOf describes a file as stat(2) did.
-func attrsOf(fi fs.FileInfo) sftpAttrs {
-	a := sftpAttrs{flags: attrSize | attrUIDGID | attrPermissions | attrACModTime,
+func attrsOf(fi fs.FileInfo) attrs {
+	a := attrs{flags: attrSize | attrUIDGID | attrPermissions | attrACModTime,
 		size: uint64(fi.Size()), mtime: uint32(fi.ModTime().Unix()), nlink: 1}
 	a.atime = a.mtime
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -233,7 +233,7 @@ func modeString(m uint32) string {
 }
 
 // longName is the ls -l line OpenSSH's sftp prints for "ls -l".
-func (s *sftpServer) longName(name string, a sftpAttrs, now time.Time) string {
+func (s *Server) longName(name string, a attrs, now time.Time) string {
 	t := time.Unix(int64(a.mtime), 0)
 	when := t.Format("Jan _2 15:04")
 	if d := now.Sub(t); d > 182*24*time.Hour || d < -182*24*time.Hour {
@@ -252,7 +252,7 @@ func lookupGroup(id string) (*user.User, error) {
 }
 
 // idName names a uid (or a gid, marked by bit 32), caching the answer.
-func (s *sftpServer) idName(key uint64, lookup func(string) (*user.User, error)) string {
+func (s *Server) idName(key uint64, lookup func(string) (*user.User, error)) string {
 	if n, ok := s.names[key]; ok {
 		return n
 	}
@@ -267,43 +267,53 @@ func (s *sftpServer) idName(key uint64, lookup func(string) (*user.User, error))
 	return n
 }
 
-// sftpCode maps an error to a status code and message.
-func sftpCode(err error) (uint32, string) {
+// statusOf maps an error to a status code and message.
+func statusOf(err error) (uint32, string) {
 	if err == nil {
 		return fxOK, "Success"
 	}
-	return sftpErrCode(err)
+	return errStatus(err)
 }
 
-// sftpErrCode is sftpCode for a failure (apart, as errors.As makes its
-// target escape).
-func sftpErrCode(err error) (uint32, string) {
+// errStatus is statusOf for a failure (apart, as errors.As makes its
+// target escape). Codes follow OpenSSH's errno_to_portable; a failure's
+// message names the system error, which OpenSSH's "Failure" does not.
+func errStatus(err error) (uint32, string) {
 	var errno syscall.Errno
 	switch {
 	case errors.Is(err, io.EOF):
 		return fxEOF, "End of file"
-	case errors.Is(err, fs.ErrNotExist):
-		return fxNoSuchFile, "No such file"
-	case errors.Is(err, fs.ErrPermission):
-		return fxPermissionDenied, "Permission denied"
-	case errors.As(err, &errno):
-		if errno == syscall.ENOSYS || errno == syscall.EOPNOTSUPP {
-			return fxOpUnsupported, "Operation unsupported"
+	case !errors.As(err, &errno):
+		if errors.Is(err, fs.ErrNotExist) {
+			return fxNoSuchFile, "No such file"
 		}
-		return fxFailure, errno.Error()
+		if errors.Is(err, fs.ErrPermission) {
+			return fxPermissionDenied, "Permission denied"
+		}
+		return fxFailure, "Failure"
 	}
-	return fxFailure, "Failure"
+	switch errno {
+	case syscall.ENOENT, syscall.ENOTDIR, syscall.EBADF, syscall.ELOOP:
+		return fxNoSuchFile, "No such file"
+	case syscall.EPERM, syscall.EACCES, syscall.EFAULT:
+		return fxPermissionDenied, "Permission denied"
+	case syscall.ENAMETOOLONG, syscall.EINVAL:
+		return fxBadMessage, "Bad message"
+	case syscall.ENOSYS:
+		return fxOpUnsupported, "Operation unsupported"
+	}
+	return fxFailure, errno.Error()
 }
 
 // status queues STATUS with code and message.
-func (s *sftpServer) status(id, code uint32, msg string) error {
+func (s *Server) status(id, code uint32, msg string) error {
 	if msg == "" {
 		msg = statusText(code)
 	}
 	b := s.start(fxpStatus, id)
 	b = binary.BigEndian.AppendUint32(b, code)
-	b = appendSFTPString(b, msg)
-	b = appendSFTPString(b, "")
+	b = appendString(b, msg)
+	b = appendString(b, "")
 	return s.finish(b)
 }
 
@@ -326,18 +336,18 @@ func statusText(code uint32) string {
 }
 
 // statusErr queues STATUS for the outcome err.
-func (s *sftpServer) statusErr(id uint32, err error) error {
-	code, msg := sftpCode(err)
+func (s *Server) statusErr(id uint32, err error) error {
+	code, msg := statusOf(err)
 	return s.status(id, code, msg)
 }
 
 // start begins a reply: room for its length, type and id.
-func (s *sftpServer) start(t byte, id uint32) []byte {
+func (s *Server) start(t byte, id uint32) []byte {
 	return binary.BigEndian.AppendUint32(append(s.msg[:0], 0, 0, 0, 0, t), id)
 }
 
 // finish queues the reply start began.
-func (s *sftpServer) finish(b []byte) error {
+func (s *Server) finish(b []byte) error {
 	s.msg = b
 	return s.out.put(b)
 }

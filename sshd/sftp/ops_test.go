@@ -1,4 +1,4 @@
-package connection
+package sftp
 
 import (
 	"bytes"
@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkg/sftp"
+	sftp "github.com/pkg/sftp"
 )
 
 // TestSFTPOperations drives every request type of the in-process
 // server through pkg/sftp's client.
 func TestSFTPOperations(t *testing.T) {
-	sc := sftpClient(t, startClient(t, nil, self(t)))
+	sc := newClient(t, nil)
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	must := func(err error) {
@@ -69,8 +69,19 @@ func TestSFTPOperations(t *testing.T) {
 	if err := sc.Remove(dir); err == nil {
 		t.Errorf("REMOVE removed a directory")
 	}
-	if rp, err := sc.RealPath(dir + "/./x/.."); err != nil || rp != dir {
-		t.Errorf("realpath: %q %v", rp, err)
+	must(os.Mkdir(p("sub"), 0o755))
+	must(os.Symlink("sub", p("sublink")))
+	for in, want := range map[string]string{
+		dir + "/./sub/..":      dir,
+		dir + "/sublink/x":     p("sub/x"), // a missing last component is kept
+		dir + "//sublink/../a": p("a"),
+	} {
+		if rp, err := sc.RealPath(in); err != nil || rp != want {
+			t.Errorf("realpath %s: %q %v, want %s", in, rp, err, want)
+		}
+	}
+	if rp, err := realpath(hostFS{}, dir+"/missing/.."); err == nil {
+		t.Errorf("realpath through a missing directory: %q", rp)
 	}
 	if wd, err := sc.Getwd(); err != nil || !filepath.IsAbs(wd) {
 		t.Errorf("getwd: %q %v", wd, err)
@@ -78,7 +89,7 @@ func TestSFTPOperations(t *testing.T) {
 }
 
 func TestSFTPAppendAndReaddir(t *testing.T) {
-	sc := sftpClient(t, startClient(t, nil, self(t)))
+	sc := newClient(t, nil)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "log"), []byte("one\n"), 0o600)
 	f, err := sc.OpenFile(filepath.Join(dir, "log"), os.O_WRONLY|os.O_APPEND)
@@ -116,7 +127,7 @@ func TestSFTPAppendAndReaddir(t *testing.T) {
 
 // TestSFTPBigReads reads with requests larger than the server answers.
 func TestSFTPBigReads(t *testing.T) {
-	sc := sftpClient(t, startClient(t, nil, self(t)))
+	sc := newClient(t, nil)
 	path := filepath.Join(t.TempDir(), "big")
 	data := bytes.Repeat([]byte("0123456789abcdef"), 100_000)
 	os.WriteFile(path, data, 0o600)
@@ -143,14 +154,7 @@ func TestSFTPBigReads(t *testing.T) {
 // flushed when the server waits for input: a client with one request
 // in flight at a time must not stall.
 func TestSFTPClientPipeline(t *testing.T) {
-	c := startClient(t, nil, self(t))
-	ch := c.session(t)
-	ch.req("subsystem", true, []byte("\x00\x00\x00\x04sftp"))
-	sc, err := sftp.NewClientPipe(ch, ch, sftp.MaxConcurrentRequestsPerFile(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := newClient(t, nil, sftp.MaxConcurrentRequestsPerFile(1))
 	path := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(path, make([]byte, 200_000), 0o600)
 	for range 20 {

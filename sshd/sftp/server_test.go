@@ -1,28 +1,41 @@
-package connection
+package sftp
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// fakeSFTPIO feeds requests from a buffer and records what is sent.
-type fakeSFTPIO struct {
+// fakeChannel feeds requests from a buffer and records what is sent,
+// as a PacketWriter with a channel's header room.
+type fakeChannel struct {
 	in    *bytes.Reader
 	out   bytes.Buffer
 	sends []int
-	size  int // chunk
+	size  int // packet size
 }
 
-func (f *fakeSFTPIO) Read(p []byte) (int, error) { return f.in.Read(p) }
-func (f *fakeSFTPIO) ready() bool                { return f.in.Len() > 0 }
-func (f *fakeSFTPIO) chunk() int                 { return f.size }
+const fakeHeadroom = 9
 
-func (f *fakeSFTPIO) send(buf []byte, off, n int) error {
-	if off < dataHeaderLen {
+func (f *fakeChannel) Read(p []byte) (int, error) {
+	if f.in == nil {
+		return 0, io.EOF
+	}
+	return f.in.Read(p)
+}
+func (f *fakeChannel) Write(p []byte) (int, error) {
+	return 0, errors.New("plain write on a packet writer")
+}
+func (f *fakeChannel) Buffered() bool  { return f.in != nil && f.in.Len() > 0 }
+func (f *fakeChannel) PacketSize() int { return f.size }
+func (f *fakeChannel) Headroom() int   { return fakeHeadroom }
+
+func (f *fakeChannel) WritePackets(buf []byte, off, n int) error {
+	if off < fakeHeadroom {
 		return errors.New("no header room")
 	}
 	f.sends = append(f.sends, n)
@@ -45,7 +58,7 @@ func sftpReq(t byte, fields ...any) []byte {
 		case uint64:
 			b = binary.BigEndian.AppendUint64(b, v)
 		case string:
-			b = appendSFTPString(b, v)
+			b = appendString(b, v)
 		case rawField:
 			b = append(b, v...)
 		}
@@ -58,10 +71,16 @@ var sftpInit = sftpReq(fxpInit, 3)
 
 // runSFTP serves the concatenated requests and returns the replies
 // (type byte onwards) and the error serve returned.
-func runSFTP(t *testing.T, chunk int, reqs ...[]byte) ([][]byte, *fakeSFTPIO, error) {
+func runSFTP(t *testing.T, chunk int, reqs ...[]byte) ([][]byte, *fakeChannel, error) {
 	t.Helper()
-	f := &fakeSFTPIO{in: bytes.NewReader(bytes.Join(reqs, nil)), size: chunk}
-	err := newSFTPServer(f, t.TempDir()).serve()
+	return runConfig(t, &Config{Home: t.TempDir()}, chunk, reqs...)
+}
+
+// runConfig is runSFTP with a configuration.
+func runConfig(t *testing.T, cfg *Config, chunk int, reqs ...[]byte) ([][]byte, *fakeChannel, error) {
+	t.Helper()
+	f := &fakeChannel{in: bytes.NewReader(bytes.Join(reqs, nil)), size: chunk}
+	err := Serve(f, cfg)
 	var out [][]byte
 	b := f.out.Bytes()
 	for len(b) >= 4 {
@@ -87,7 +106,7 @@ func replyStatus(t *testing.T, p []byte) (uint32, uint32) {
 func TestSFTPFraming(t *testing.T) {
 	for name, in := range map[string][]byte{
 		"zero length":   {0, 0, 0, 0},
-		"too long":      binary.BigEndian.AppendUint32(nil, sftpMaxPacket+1),
+		"too long":      binary.BigEndian.AppendUint32(nil, maxPacket+1),
 		"huge":          {0xff, 0xff, 0xff, 0xff},
 		"not INIT":      sftpReq(fxpOpen, 1, "x", 1, 0),
 		"no request id": sftpReq(fxpStat, rawField{1, 2}),
@@ -161,7 +180,7 @@ func TestSFTPUnknownAndBadHandles(t *testing.T) {
 func TestSFTPHandleLimit(t *testing.T) {
 	dir := t.TempDir()
 	reqs := [][]byte{sftpInit}
-	for i := range sftpMaxHandles + 2 {
+	for i := range maxHandles + 2 {
 		reqs = append(reqs, sftpReq(fxpOpendir, uint32(i), dir))
 	}
 	out, _, err := runSFTP(t, 0, reqs...)
@@ -169,7 +188,7 @@ func TestSFTPHandleLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if last := out[len(out)-1]; last[0] != fxpStatus {
-		t.Errorf("handle %d granted", sftpMaxHandles+1)
+		t.Errorf("handle %d granted", maxHandles+1)
 	}
 	if first := out[1]; first[0] != fxpHandle {
 		t.Errorf("first OPENDIR: reply type %d", first[0])
@@ -188,13 +207,13 @@ func TestSFTPVersionAndLimits(t *testing.T) {
 	if l[0] != fxpExtendedReply || len(l) != 5+32 {
 		t.Fatalf("limits reply %x", l)
 	}
-	if r := binary.BigEndian.Uint64(l[13:]); r != sftpMaxRead {
+	if r := binary.BigEndian.Uint64(l[13:]); r != maxRead {
 		t.Errorf("max read %d", r)
 	}
 }
 
 // sftpReadFile serves READs of path, one per offset, with n bytes each.
-func sftpReadFile(t *testing.T, chunk int, path string, n uint32, offs ...uint64) ([][]byte, *fakeSFTPIO) {
+func sftpReadFile(t *testing.T, chunk int, path string, n uint32, offs ...uint64) ([][]byte, *fakeChannel) {
 	t.Helper()
 	reqs := [][]byte{sftpInit, sftpReq(fxpOpen, 1, path, fxfRead, 0)}
 	for i, off := range offs {
@@ -214,9 +233,9 @@ func TestSFTPReadsAndPacking(t *testing.T) {
 		data[i] = byte(i * 7)
 	}
 	os.WriteFile(path, data, 0o600)
-	offs := []uint64{0, sftpMaxRead, 1 << 20, 1<<20 + 5, 1 << 62, 1 << 63}
+	offs := []uint64{0, maxRead, 1 << 20, 1<<20 + 5, 1 << 62, 1 << 63}
 	out, f := sftpReadFile(t, 32768, path, 1<<20, offs...)
-	for i, want := range [][]byte{data[:sftpMaxRead], data[sftpMaxRead : 2*sftpMaxRead], data[1<<20:]} {
+	for i, want := range [][]byte{data[:maxRead], data[maxRead : 2*maxRead], data[1<<20:]} {
 		p := out[i]
 		if p[0] != fxpData || !bytes.Equal(p[9:], want) || binary.BigEndian.Uint32(p[5:]) != uint32(len(want)) {
 			t.Errorf("read %d: type %d, %d bytes", i, p[0], len(p)-9)
@@ -240,11 +259,11 @@ func TestSFTPReadsAndPacking(t *testing.T) {
 func TestSFTPTransferAllocs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(path, make([]byte, 1<<20), 0o600)
-	f := &fakeSFTPIO{size: 32768}
-	s := newSFTPServer(f, "/")
+	f := &fakeChannel{size: 32768}
+	s, _ := NewServer(f, nil)
 	fh, _ := os.OpenFile(path, os.O_RDWR, 0)
 	defer fh.Close()
-	s.handles["1"] = &sftpHandle{f: fh}
+	s.handles["1"] = &handle{f: fh}
 	s.inited = true
 	for name, req := range map[string][]byte{
 		"READ":  sftpReq(fxpRead, 5, "1", uint64(4096), 32768)[4:],
@@ -267,10 +286,10 @@ func TestSFTPTransferAllocs(t *testing.T) {
 func TestSFTPWritesAndBigRequests(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "w")
-	big := bytes.Repeat([]byte{'z'}, sftpMaxRead)
+	big := bytes.Repeat([]byte{'z'}, maxRead)
 	reqs := [][]byte{sftpInit, sftpReq(fxpOpen, 1, path, fxfWrite|fxfCreat|fxfTrunc, attrPermissions, 0o600)}
 	for i := range 3 {
-		reqs = append(reqs, sftpReq(fxpWrite, uint32(2+i), "1", uint64(i*sftpMaxRead), string(big)))
+		reqs = append(reqs, sftpReq(fxpWrite, uint32(2+i), "1", uint64(i*maxRead), string(big)))
 	}
 	reqs = append(reqs, sftpReq(fxpClose, 9, "1"))
 	out, _, err := runSFTP(t, 32768, reqs...)
@@ -283,7 +302,7 @@ func TestSFTPWritesAndBigRequests(t *testing.T) {
 		}
 	}
 	st, err := os.Stat(path)
-	if err != nil || st.Size() != 3*sftpMaxRead || st.Mode().Perm() != 0o600 {
+	if err != nil || st.Size() != 3*maxRead || st.Mode().Perm() != 0o600 {
 		t.Errorf("written file: %v %v", st, err)
 	}
 }
@@ -311,8 +330,8 @@ func TestSFTPFsetstatRenamed(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	os.WriteFile(a, []byte("x"), 0o600)
-	f := &fakeSFTPIO{}
-	s := newSFTPServer(f, dir)
+	f := &fakeChannel{}
+	s, _ := NewServer(f, &Config{Home: dir})
 	s.inited = true
 	for _, req := range [][]byte{
 		sftpReq(fxpOpen, 1, "a", fxfRead|fxfWrite, 0),

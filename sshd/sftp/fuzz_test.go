@@ -1,4 +1,4 @@
-package connection
+package sftp
 
 import (
 	"bytes"
@@ -7,11 +7,12 @@ import (
 )
 
 // FuzzSFTPServer runs the SFTP server on arbitrary client input: framing,
-// every request decoder and the replies. The fuzzer runs as root in CI,
-// so requests that would touch the file system outside the server's temp
-// home (absolute or parent paths, symbolic and hard links) have their
-// type rewritten to one the server does not know before they are served:
-// what is parsed is still fuzzed, nothing outside the temp dir changes.
+// every request decoder and the replies. The server is confined to a
+// temp dir (Config.Root); as the fuzzer runs as root in CI, requests that
+// would name paths outside the temp dir without that confinement
+// (absolute or parent paths, symbolic and hard links) also have their
+// type rewritten to one the server does not know before they are served,
+// in case the confinement had a bug: what is parsed is still fuzzed.
 func FuzzSFTPServer(f *testing.F) {
 	for _, seed := range [][][]byte{
 		{sftpInit, sftpReq(fxpRealpath, 1, "."), sftpReq(fxpStat, 2, "x")},
@@ -27,11 +28,15 @@ func FuzzSFTPServer(f *testing.F) {
 		f.Add(bytes.Join(seed, nil))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		fio := &fakeSFTPIO{in: bytes.NewReader(sandboxSFTP(in)), size: 32768}
-		newSFTPServer(fio, t.TempDir()).serve()
+		fio := &fakeChannel{in: bytes.NewReader(sandboxSFTP(in)), size: 32768}
+		s, err := NewServer(fio, &Config{Root: t.TempDir(), Home: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Serve()
 		checkSFTPReplies(t, fio.out.Bytes())
 		for p := range sftpFrames(in) {
-			(&sftpIn{b: p}).attrs() // the attribute decoder, on every body
+			(&reader{b: p}).attrs() // the attribute decoder, on every body
 		}
 	})
 }
@@ -43,7 +48,7 @@ func checkSFTPReplies(t *testing.T, out []byte) {
 			t.Fatalf("reply stream ends in a %d-byte fragment", len(out))
 		}
 		n := binary.BigEndian.Uint32(out)
-		if n == 0 || n > sftpMaxPacket || int(n) > len(out)-4 {
+		if n == 0 || n > maxPacket || int(n) > len(out)-4 {
 			t.Fatalf("reply of length %d in %d bytes", n, len(out))
 		}
 		out = out[4+n:]
@@ -56,7 +61,7 @@ func sftpFrames(in []byte) func(func([]byte) bool) {
 	return func(yield func([]byte) bool) {
 		for len(in) >= 4 {
 			n := binary.BigEndian.Uint32(in)
-			if n == 0 || n > sftpMaxPacket || int(n) > len(in)-4 {
+			if n == 0 || n > maxPacket || int(n) > len(in)-4 {
 				return
 			}
 			if !yield(in[4 : 4+n]) {
@@ -85,7 +90,7 @@ func sandboxSFTP(in []byte) []byte {
 
 // sftpSafe reports whether serving p stays inside the home directory.
 func sftpSafe(p []byte) bool {
-	in := sftpIn{b: p[1:]}
+	in := reader{b: p[1:]}
 	in.u32() // id
 	switch p[0] {
 	case fxpInit, fxpClose, fxpRead, fxpWrite, fxpFstat, fxpFsetstat, fxpReaddir:
@@ -101,7 +106,7 @@ func sftpSafe(p []byte) bool {
 	return p[0] != fxpSymlink
 }
 
-func safeSFTPExtension(in *sftpIn) bool {
+func safeSFTPExtension(in *reader) bool {
 	switch in.str() {
 	case "limits@openssh.com", "fsync@openssh.com":
 		return true

@@ -1,0 +1,163 @@
+package connection
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Bounds on the files read for a session's environment and umask.
+const (
+	maxEnvFileBytes = 256 << 10
+	maxEnvFileLines = 1000 // as OpenSSH
+	maxDefsBytes    = 1 << 20
+	loginDefsPath   = "/etc/login.defs"
+	defaultUmask    = 0o022
+)
+
+// envList is a child's environment where setting a name replaces an
+// earlier value, as OpenSSH's child_set_env.
+type envList struct {
+	vars []string
+	at   map[string]int
+}
+
+func (e *envList) set(name, value string) {
+	if e.at == nil {
+		e.at = map[string]int{}
+	}
+	kv := name + "=" + value
+	if i, ok := e.at[name]; ok {
+		e.vars[i] = kv
+		return
+	}
+	e.at[name] = len(e.vars)
+	e.vars = append(e.vars, kv)
+}
+
+// setPair sets a NAME=value string; malformed ones are skipped.
+func (e *envList) setPair(kv string) {
+	name, value, ok := strings.Cut(kv, "=")
+	if ok && name != "" {
+		e.set(name, value)
+	}
+}
+
+// parseEnvironmentFile reads ~/.ssh/environment as OpenSSH does: lines of
+// NAME=value, blank lines and lines starting with '#' skipped (after
+// leading blanks), lines without '=' skipped, names filtered by allow.
+// More than 1000 lines is an error.
+func parseEnvironmentFile(data []byte, allow []string) ([]string, error) {
+	var out []string
+	lines := 0
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
+		if lines++; lines > maxEnvFileLines {
+			return nil, refuse("environment", "more than %d lines in ~/.ssh/environment", maxEnvFileLines)
+		}
+		line = bytes.TrimRight(bytes.TrimLeft(line, " \t"), "\r")
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		name, value, ok := bytes.Cut(line, []byte("="))
+		if !ok || len(name) == 0 || bytes.IndexByte(line, 0) >= 0 || !matchPatternList(allow, string(name)) {
+			continue
+		}
+		out = append(out, string(name)+"="+string(value))
+	}
+	return out, nil
+}
+
+// matchPatternList is OpenSSH's match_pattern_list over a split list: a
+// negated pattern ("!name") that matches refuses, otherwise any matching
+// pattern accepts.
+func matchPatternList(patterns []string, s string) bool {
+	ok := false
+	for _, p := range patterns {
+		if neg, found := strings.CutPrefix(p, "!"); found {
+			if globMatch(neg, s) {
+				return false
+			}
+		} else if globMatch(p, s) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// loginDefsUmask reads UMASK from login.defs, 022 when absent or bad.
+func loginDefsUmask(path string) fs.FileMode {
+	f, err := os.Open(path)
+	if err != nil {
+		return defaultUmask
+	}
+	defer f.Close()
+	m, ok := parseLoginDefsUmask(io.LimitReader(f, maxDefsBytes))
+	if !ok {
+		return defaultUmask
+	}
+	return m
+}
+
+// parseLoginDefsUmask finds "UMASK value" (octal) in login.defs text,
+// skipping overlong lines; the last valid entry wins, as shadow's getdef.
+func parseLoginDefsUmask(r io.Reader) (fs.FileMode, bool) {
+	br := bufio.NewReaderSize(r, maxPasswdLine)
+	var m fs.FileMode
+	found := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			skipLine(br)
+			continue
+		}
+		f := strings.Fields(string(line))
+		if len(f) >= 2 && f[0] == "UMASK" {
+			if v, perr := strconv.ParseUint(f[1], 8, 32); perr == nil && v <= 0o777 {
+				m, found = fs.FileMode(v), true
+			}
+		}
+		if err != nil {
+			return m, found
+		}
+	}
+}
+
+// readUserFile reads a small file in the user's home directory as the
+// user may: when the connection layer runs as the user the kernel checks
+// it; otherwise (a root server in the in-process mode) the file must be a
+// regular file the user owns, reached without a final symbolic link, so
+// root cannot be made to read another file for the user.
+func readUserFile(a *account, path string, limit int64) ([]byte, error) {
+	flags := os.O_RDONLY | syscall.O_NONBLOCK
+	if a.needsSwitch() {
+		flags |= syscall.O_NOFOLLOW
+	}
+	f, err := os.OpenFile(path, flags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.Mode().IsRegular() || (a.needsSwitch() && (!ok || st.Uid != a.uid)) {
+		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EPERM}
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// userFileExists reports whether a file in the user's home exists, as
+// OpenSSH's stat for ~/.ssh/rc and ~/.hushlogin.
+func userFileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
