@@ -56,6 +56,10 @@ check node nodejs
 check npm npm
 /usr/bin/python3 -c 'import paramiko' >/dev/null 2>&1 || missing+=(python3-paramiko)
 /usr/bin/python3 -c 'import asyncssh' >/dev/null 2>&1 || missing+=(python3-asyncssh)
+# connection: X11 forwarding (test/connection); curl (above) is also its SOCKS client
+check Xvfb xvfb
+check xauth xauth
+check xdpyinfo x11-utils
 if [ "$(uname -m)" != x86_64 ]; then
 	# the multiarch path above is amd64's; look anywhere for the others
 	missing=("${missing[@]/p11-kit-modules/}")

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -58,7 +57,7 @@ type channel struct {
 
 	confirmed     chan error    // for channels we open: the peer's answer (open.go)
 	confirmedSent atomic.Bool   // we confirmed the peer's open
-	timeout       time.Duration // ChannelTimeout for this kind, 0 for none (timeout.go)
+	timeout       atomic.Int64  // ChannelTimeout (a time.Duration) for this kind, 0 for none (timeout.go)
 	activity      atomic.Uint32 // data messages either way, when counting
 	counting      bool          // some ChannelTimeout applies
 }
@@ -70,8 +69,8 @@ func newChannel(m *mux, id uint32, o openMsg) *channel {
 		c.pace = newPacer(o.window)
 	}
 	c.cond.L = &c.mu
-	c.timeout = m.cfg.channelTimeout(o.kind)
-	c.counting = c.timeout > 0 || m.cfg.globalTimeout() > 0
+	c.timeout.Store(int64(m.cfg.channelTimeout(o.kind, "")))
+	c.counting = len(m.cfg.ChannelTimeouts) > 0
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	c.stdout = dataWriter{c: c}
 	c.stderr = dataWriter{c: c, ext: extendedDataStderr}

@@ -268,8 +268,14 @@ func TestChannelTimeoutMatch(t *testing.T) {
 	s := (&Config{ChannelTimeouts: []ChannelTimeout{{"global", time.Minute}, {"x11-*", time.Second}, {"*", 2 * time.Second}}}).settings()
 	for kind, want := range map[string]time.Duration{"x11": time.Second, "session": 2 * time.Second,
 		"auth-agent@openssh.com": 2 * time.Second, "unknown": 0} {
-		if got := s.channelTimeout(kind); got != want {
+		if got := s.channelTimeout(kind, ""); got != want {
 			t.Errorf("%s: %v, want %v", kind, got, want)
+		}
+	}
+	s9 := (&Config{ChannelTimeouts: []ChannelTimeout{{"session:shell", time.Second}, {"session:subsystem:*", 3 * time.Second}}}).settings()
+	for sub, want := range map[string]time.Duration{"": 0, "session:shell": time.Second, "session:command": 0, "session:subsystem:sftp": 3 * time.Second} {
+		if got := s9.channelTimeout("session", sub); got != want {
+			t.Errorf("OpenSSH 9 name %q: %v, want %v", sub, got, want)
 		}
 	}
 	if s.globalTimeout() != time.Minute {

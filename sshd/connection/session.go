@@ -18,12 +18,13 @@ const (
 
 // session is the state of one session channel.
 type session struct {
-	m        *mux
-	c        *channel
-	env      []string // accepted client variables, NAME=value
-	envBytes int
-	pty      *ptyRequest
-	x11      *x11Display // set by x11-req
+	m             *mux
+	c             *channel
+	env           []string // accepted client variables, NAME=value
+	envBytes      int
+	pty           *ptyRequest
+	x11           *x11Display // set by x11-req
+	subsystemName string      // the subsystem requested, for ChannelTimeout
 
 	mu      sync.Mutex
 	proc    *process // set once the program started
@@ -200,6 +201,7 @@ func (s *session) subsystem(b []byte) error {
 	if !ok {
 		return refuse("subsystem", "unknown subsystem %q", trunc(name))
 	}
+	s.subsystemName = name
 	return s.run("subsystem", cmd, true)
 }
 
@@ -222,6 +224,7 @@ func (s *session) run(req, cmd string, subsystem bool) error {
 	if err := s.begin(req); err != nil {
 		return err
 	}
+	s.c.sessionStarted(timeoutName(req, s.subsystemName))
 	var orig *string
 	if fc := s.forcedCommand(); fc != "" {
 		if req != "shell" {
@@ -237,6 +240,17 @@ func (s *session) run(req, cmd string, subsystem bool) error {
 		return s.sftp(cmd)
 	}
 	return s.start(req, cmd, orig)
+}
+
+// timeoutName is OpenSSH 9's ChannelTimeout name of a session.
+func timeoutName(req, subsystem string) string {
+	switch req {
+	case "shell":
+		return "session:shell"
+	case "exec":
+		return "session:command"
+	}
+	return "session:subsystem:" + subsystem
 }
 
 // isInternalSFTP reports whether a command names the in-process SFTP

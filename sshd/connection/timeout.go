@@ -18,18 +18,28 @@ var timeoutTypes = map[string]string{
 }
 
 // channelTimeout is the ChannelTimeout of a channel type: the first
-// matching entry's, as OpenSSH ("global" is not matched by patterns).
-func (s *settings) channelTimeout(kind string) time.Duration {
+// matching entry's, as OpenSSH ("global" is not matched by patterns). A
+// session also answers to OpenSSH 9's names once it started, sub being
+// "session:shell", "session:command" or "session:subsystem:NAME", so
+// configurations written for either version work.
+func (s *settings) channelTimeout(kind, sub string) time.Duration {
 	name, ok := timeoutTypes[kind]
 	if !ok {
 		return 0
 	}
 	for _, t := range s.ChannelTimeouts {
-		if t.Type != "global" && globMatch(t.Type, name) {
+		if t.Type != "global" && (globMatch(t.Type, name) || sub != "" && globMatch(t.Type, sub)) {
 			return t.Timeout
 		}
 	}
 	return 0
+}
+
+// sessionStarted sets a session channel's timeout by its OpenSSH 9 name.
+func (c *channel) sessionStarted(sub string) {
+	if len(c.m.cfg.ChannelTimeouts) > 0 {
+		c.timeout.Store(int64(c.m.cfg.channelTimeout(c.kind, sub)))
+	}
 }
 
 // globalTimeout is the "global" ChannelTimeout, 0 for none.
@@ -115,8 +125,8 @@ func (m *mux) checkTimeouts(w *idleWatch, now time.Time) {
 			w.seen[c] = idleMark{n, now}
 			continue
 		}
-		if c.timeout > 0 && now.Sub(mark.since) >= c.timeout {
-			m.expire(c, c.timeout)
+		if d := time.Duration(c.timeout.Load()); d > 0 && now.Sub(mark.since) >= d {
+			m.expire(c, d)
 		}
 	}
 	for c := range w.seen {

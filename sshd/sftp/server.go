@@ -362,8 +362,8 @@ func (s *Server) version(body []byte) error {
 		s.log.logf(levelVerbose, "received client version %d", binary.BigEndian.Uint32(body))
 	}
 	b := append(s.msg[:0], 0, 0, 0, 0, fxpVersion, 0, 0, 0, 3)
-	for i := range requests {
-		if r := &requests[i]; r.ext != "" {
+	for i := range requests { // as OpenSSH, disallowed extensions are not announced
+		if r := &requests[i]; r.ext != "" && s.denied[i] == "" {
 			b = appendString(b, r.ext)
 			b = appendString(b, r.version)
 		}
