@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -95,7 +96,7 @@ func (c *child) start(cred *syscall.Credential, cfg *ipc.ChildConfig, env []stri
 		parent.Close()
 		return fmt.Errorf("monitor: %w", err)
 	}
-	if err := c.cmd.Start(); err != nil {
+	if err := startChild(c.cmd); err != nil {
 		parent.Close()
 		return fmt.Errorf("monitor: starting %s: %w", c.name, err)
 	}
@@ -413,4 +414,32 @@ func (m *Monitor) workerTransport() ipc.TransportConfig {
 		}
 	}
 	return t
+}
+
+// forker starts child processes from one OS thread that never exits. A
+// child's Pdeathsig fires when the thread that forked it ends, not the
+// process (golang/go#27505), and threads do end here: sandbox.OpenAs
+// retires the thread it changed the file-system identity of. Without
+// this, a pre-auth worker forked on a thread later used by OpenAs was
+// killed when that open finished (TestSshdInetd failed 3 in 6 runs under
+// load, 0 in 6 with it).
+var forker struct {
+	once sync.Once
+	ch   chan func()
+}
+
+// startChild starts cmd on the forker thread.
+func startChild(cmd *exec.Cmd) error {
+	forker.once.Do(func() {
+		forker.ch = make(chan func())
+		go func() {
+			runtime.LockOSThread() // for the life of the process
+			for f := range forker.ch {
+				f()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	forker.ch <- func() { done <- cmd.Start() }
+	return <-done
 }
