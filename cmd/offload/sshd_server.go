@@ -267,6 +267,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 // connection.Config must be turned off here too.
 func disableForwarding(cc *connection.Config) {
 	cc.AllowTCPForwarding = connection.ForwardNone
+	cc.DisableForwarding = true // also Unix sockets, agent and X11
 }
 
 // daemonView is what the daemon takes from a configuration itself, as it

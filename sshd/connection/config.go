@@ -173,8 +173,9 @@ type Config struct {
 	// ownership checks are the caller's.
 	ChrootDirectory string
 	// Sessions writes login records for pty sessions (utmp, wtmp,
-	// lastlog); nil writes none.
-	Sessions SessionRecorder
+	// lastlog); nil writes none. Not serialised: a process that receives
+	// the settings sets its own.
+	Sessions SessionRecorder `json:"-"`
 	// ChannelTimeouts close channels idle for their type's interval
 	// (ChannelTimeout).
 	ChannelTimeouts []ChannelTimeout

@@ -34,7 +34,7 @@ func throwawayUser(t *testing.T) (string, string) {
 	}
 	os.Chmod(base, 0o755)
 	home := filepath.Join(base, name)
-	if out, err := exec.Command(useradd, "-m", "-d", home, "-s", "/bin/sh", name).CombinedOutput(); err != nil {
+	if out, err := exec.Command(useradd, "-m", "-d", home, "-s", "/bin/sh", "-p", "*", name).CombinedOutput(); err != nil { // "*": no password, not locked
 		os.RemoveAll(base)
 		t.Fatalf("useradd: %v %s", err, out)
 	}
@@ -58,6 +58,10 @@ func TestForwardingAsAnotherUser(t *testing.T) {
 	uid, _ := strconv.Atoi(u.Uid)
 	f := newFixture(t, nil)
 	f.user = name
+	// authorized_keys is read as the target user: let it reach the file.
+	for _, p := range []string{filepath.Dir(f.dir), f.dir, filepath.Join(f.dir, "authorized_keys")} {
+		os.Chmod(p, 0o755)
+	}
 	echo := echoServer(t)
 	_, errOut, code := f.ssh(t, nil, nil, "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:80:"+echo, "true")
 	if code == 0 || !strings.Contains(errOut, "remote port forwarding failed for listen port 80") {
