@@ -2,10 +2,13 @@ package sshd
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/sshlog"
 )
@@ -13,19 +16,37 @@ import (
 // admitSource asks Config.Penalties whether the connection's source may
 // connect; a refused client gets OpenSSH's text and the connection ends.
 func (c *conn) admitSource() (*penalty.Slot, bool) {
-	t := c.srv.cfg.Penalties
+	return c.srv.admitSource(c.nc, c.log)
+}
+
+func (s *Server) admitSource(nc net.Conn, log *slog.Logger) (*penalty.Slot, bool) {
+	t := s.cfg.Penalties
 	if t == nil {
 		return nil, true
 	}
-	remote, local := addrPort(c.nc.RemoteAddr()), addrPort(c.nc.LocalAddr())
+	remote, local := addrPort(nc.RemoteAddr()), addrPort(nc.LocalAddr())
 	slot, err := t.Admit(remote.Addr())
 	var r *penalty.Refused
 	if errors.As(err, &r) {
-		c.log.Info(penalty.DropLine(int(c.srv.startups.Load()), remote, local, r.Reason), sshlog.Worded())
-		c.nc.Write([]byte(penalty.RefusalText))
+		log.Info(penalty.DropLine(int(s.startups.Load()), remote, local, r.Reason), sshlog.Worded())
+		nc.Write([]byte(penalty.RefusalText))
 		return nil, false
 	}
 	return slot, true
+}
+
+// penalizeSeparated tells Config.Penalties how a separated server's
+// connection ended.
+func (s *Server) penalizeSeparated(e monitor.ConnEnd) {
+	t := s.cfg.Penalties
+	if t == nil {
+		return
+	}
+	o := penalty.Outcome{Authenticated: e.Auth.Authenticated, Attempted: e.Auth.Attempted,
+		InvalidUser: e.Auth.InvalidUser, GraceExceeded: e.Outcome == ipc.OutcomeGrace, Crashed: e.Outcome == ipc.OutcomeCrash}
+	if k, ok := penalty.Classify(o); ok {
+		t.Penalize(addrPort(e.Remote).Addr(), k)
+	}
 }
 
 // penalize tells Config.Penalties how a connection that did not log in

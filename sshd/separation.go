@@ -71,7 +71,7 @@ func RunChild() {
 // newMonitor starts the monitor of a separated server: the host keys stay
 // in this process, the children get the public keys and the algorithm
 // offer the in-process transport server settled on.
-func newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
+func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
 	signer, pubs, err := transport.NewHostKeySigner(st.HostKeys, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
@@ -99,15 +99,15 @@ func newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
 		},
 		PerConnection: sep.PerConnection, Linger: sep.Linger,
 		Logger: st.log, LogLevel: sep.LogLevel, Metrics: st.Registry.Metrics(), Registry: st.Registry,
-		OnConnEnd: onConnEnd(sep.OnConnEnd),
+		OnConnEnd: s.connEnded,
 	})
 }
 
-func onConnEnd(f func(ConnEnd)) func(monitor.ConnEnd) {
-	if f == nil {
-		return nil
-	}
-	return func(e monitor.ConnEnd) {
+// connEnded applies the penalties for an ended connection and reports it
+// to Separation.OnConnEnd.
+func (s *Server) connEnded(e monitor.ConnEnd) {
+	s.penalizeSeparated(e)
+	if f := s.cfg.Separation.OnConnEnd; f != nil {
 		f(ConnEnd{Remote: e.Remote, User: e.User, Outcome: e.Outcome.String(), Duration: e.Duration,
 			BytesIn: e.BytesIn, BytesOut: e.BytesOut})
 	}
@@ -140,7 +140,17 @@ func maxRequests(a *auth.Config) int {
 // serveSeparated hands nc to the monitor and waits for the connection to
 // end, holding a MaxStartups slot until it is authenticated.
 func (s *Server) serveSeparated(nc net.Conn) {
+	slot, ok := s.admitSource(nc, s.log)
+	if !ok {
+		nc.Close()
+		return
+	}
 	release, ok := s.startup()
+	if ok {
+		release = chainRelease(release, slot.Release)
+	} else {
+		slot.Release()
+	}
 	if !ok {
 		s.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", s.cfg.MaxStartups, "remote", remoteString(nc))
 		nc.Close()

@@ -61,7 +61,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	st.log.Info("sshd: algorithms offered", "kex", kex, "host_keys", hostKeys, "ciphers", ciphers, "macs", macs)
 	s := &Server{cfg: st, tr: tr, log: st.log, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
 	if st.Separation != nil {
-		if s.mon, err = newMonitor(st, tr); err != nil {
+		if s.mon, err = s.newMonitor(st, tr); err != nil {
 			return nil, err
 		}
 	}

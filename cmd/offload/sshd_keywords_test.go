@@ -15,6 +15,7 @@ import (
 
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/config"
+	"github.com/offload/offload/sshd/penalty"
 )
 
 // settingsDump renders what the server and the daemon take from a
@@ -39,7 +40,10 @@ func settingsDump(t *testing.T, c *config.Config, log *slog.Logger) string {
 	return b.String()
 }
 
-var loggerType = reflect.TypeFor[*slog.Logger]()
+var (
+	loggerType  = reflect.TypeFor[*slog.Logger]()
+	trackerType = reflect.TypeFor[*penalty.Tracker]()
+)
 
 // dumpValue writes one "path = value" line per leaf. Functions are
 // skipped (DropStartup closes over MaxStartups, which is dumped);
@@ -50,6 +54,10 @@ func dumpValue(b *strings.Builder, path string, v reflect.Value) {
 		fmt.Fprintf(b, "%s = %s\n", path, loggerLevel(v.Interface().(*slog.Logger)))
 		return
 	case v.Kind() == reflect.Func || v.Kind() == reflect.Chan:
+		return
+	case v.Type() == trackerType && !v.IsNil():
+		// The tracker's state is private; what it applies is its Config.
+		dumpValue(b, path, reflect.ValueOf(v.Interface().(*penalty.Tracker).Config()))
 		return
 	}
 	switch v.Kind() {

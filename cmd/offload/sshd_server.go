@@ -15,6 +15,7 @@ import (
 	"github.com/offload/offload/sshd/config"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/pam"
+	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -106,7 +107,29 @@ func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.S
 	if c.PrivilegeSeparation {
 		sc.Separation = &sshd.Separation{Workers: c.PreauthWorkers, PerConnection: c.PostauthPerConnection}
 	}
-	return sc, nil
+	var err2 error
+	sc.Penalties, err2 = penalties(c, log)
+	return sc, err2
+}
+
+// penalties is the per-source tracker of PerSourcePenalties,
+// PerSourceMaxStartups, PerSourceNetBlockSize and
+// PerSourcePenaltyExemptList; nil when penalties are off and there is no
+// per-source startup limit.
+func penalties(c *config.Config, log *slog.Logger) (*penalty.Tracker, error) {
+	pc, err := penalty.ParsePenalties(penalty.Defaults(), c.PerSourcePenalties)
+	if err != nil {
+		return nil, err
+	}
+	pc.Bits4, pc.Bits6 = c.PerSourceNetBlockSize[0], c.PerSourceNetBlockSize[1]
+	pc.MaxStartups = c.PerSourceMaxStartups
+	if c.PerSourcePenaltyExemptList != "" {
+		pc.Exempt = strings.Split(c.PerSourcePenaltyExemptList, ",")
+	}
+	if pc.Disabled && pc.MaxStartups == 0 {
+		return nil, nil
+	}
+	return penalty.New(&pc, log, nil)
 }
 
 // versionString is the identification string with VersionAddendum.

@@ -427,7 +427,7 @@ func TestPrintRoundTrip(t *testing.T) {
 		"providermap aes128-gcm=cpu\n", "logingracetime 120\n", "channelwindowsize auto\n", "pidfile none\n",
 		"calibrationcache default\n", "subsystem x /bin/x -a b\n", "versionaddendum a b\n", "usepam no\n",
 		"x11forwarding no\n", "permitopen any\n", "authenticationmethods any\n", "streamlocalbindmask 0177\n",
-		"unusedconnectiontimeout none\n", "syslogfacility AUTH\n", "persourcepenalties no\n"} {
+		"unusedconnectiontimeout none\n", "syslogfacility AUTH\n", "persourcepenalties yes\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Print output lacks %q:\n%s", want, out)
 		}

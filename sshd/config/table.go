@@ -180,7 +180,7 @@ var keywords = []*keyword{
 	stringKW("SshdAuthPath", "/usr/lib/openssh/sshd-auth", func(c *Config) *string { return &c.SshdAuthPath }).hidden().
 		refused("", "a separate sshd-auth program (offload runs its own processes)", "").eg("/usr/libexec/sshd-auth"),
 	addrListKW("PerSourcePenaltyExemptList", func(c *Config) *string { return &c.PerSourcePenaltyExemptList }).
-		inert("PerSourcePenalties", "exemptions from per-source penalties").eg("10.0.0.0/8"),
+		supported("sshd.Config.Penalties (penalty.Config.Exempt)").eg("10.0.0.0/8"),
 	logLevelKW().perConnection().supported("the daemon's log level; per connection the auth and connection loggers").eg("DEBUG2"),
 	facilityKW().supported("daemon: logs go to syslog with this facility").eg("LOCAL3"),
 	authorizedKeysKW().perConnection().supported("auth.Config.AuthorizedKeysFiles").eg(".ssh/offload_keys"),
@@ -207,8 +207,8 @@ var keywords = []*keyword{
 		refused("connection", "channel timeouts", "none").eg("session=5m"),
 	subsystemKW().perConnection().supported("connection.Config.Subsystems").eg("backup /usr/bin/backup"),
 	maxStartupsKW().supported("sshd.Config.MaxStartups, DropStartup").eg("5:50:20"),
-	perSourceMaxKW().refused("lead", "per-source connection limits", "none").eg("3"),
-	netBlockKW().inert("PerSourceMaxStartups,PerSourcePenalties", "the per-source limits' address blocks").eg("24:64"),
+	perSourceMaxKW().supported("sshd.Config.Penalties (penalty.Config.MaxStartups)").eg("3"),
+	netBlockKW().supported("sshd.Config.Penalties (penalty.Config.Bits4, Bits6)").eg("24:64"),
 	enumKW("PermitTunnel", "no", func(c *Config) *string { return &c.PermitTunnel },
 		[]string{"yes", "point-to-point", "ethernet", "no"}, nil).match().
 		refused("", "tun device forwarding", "no").eg("yes"),
@@ -221,7 +221,7 @@ var keywords = []*keyword{
 	userEnvKW().supported("auth.Config.PermitUserEnvironment").eg("yes"),
 	wordsKW("PubkeyAuthOptions", "none", func(c *Config) *[]string { return &c.PubkeyAuthOptions }, checkPubkeyAuthOptions).match().
 		refused("auth", "PubkeyAuthOptions", "none").eg("verify-required"),
-	penaltiesKW().refused("lead", "per-source penalties", "no").eg("yes"),
+	penaltiesKW().supported("sshd.Config.Penalties").eg("crash:2m"),
 
 	// Not printed by sshd -T.
 	includeKW(), matchKW(),

@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -115,7 +116,8 @@ type ConnEnd struct {
 	User              string // "" when it did not authenticate
 	Outcome           ipc.Outcome
 	Duration          time.Duration
-	BytesIn, BytesOut uint64 // on the wire
+	BytesIn, BytesOut uint64       // on the wire
+	Auth              auth.Summary // how its authentication went
 }
 
 // DefaultLinger is the default Config.Linger.
@@ -228,6 +230,13 @@ type mconn struct {
 	start         time.Time
 	bytesIn       uint64 // as the child that served it last counted
 	bytesOut      uint64
+
+	// The login is used by one request at a time (a worker may send
+	// several at once) and closed once: lmu guards login and loginDone.
+	lmu       sync.Mutex
+	loginDone bool
+	ctx       context.Context // ends with the connection: bounds its decisions
+	cancel    context.CancelFunc
 }
 
 // Admit takes a new connection: the monitor keeps a copy of its socket
@@ -244,6 +253,7 @@ func (m *Monitor) Admit(nc net.Conn, preauthEnd func()) (<-chan struct{}, error)
 	}
 	c := &mconn{id: m.nextID.Add(1), file: f, local: local, remote: remote,
 		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket(), start: time.Now()}
+	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	w, err := m.register(c)
 	if err != nil {
 		f.Close()
@@ -341,13 +351,37 @@ func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
 	if owner != nil && owner.role == ipc.RolePostauth {
 		m.maybeIdle(owner)
 	}
+	c.cancel() // a decision in progress returns
+	go m.ended(c, out, err)
+}
+
+// ended reports an ended connection once its login is closed (a
+// decision in progress has returned).
+func (m *Monitor) ended(c *mconn, out ipc.Outcome, err error) {
+	sum := m.closeLogin(c)
 	m.log.Debug("monitor: connection ended", "conn", c.id, "outcome", out.String(), "err", err,
 		"duration", time.Since(c.start), "bytes_in", c.bytesIn, "bytes_out", c.bytesOut)
 	if m.cfg.OnConnEnd != nil {
 		m.cfg.OnConnEnd(ConnEnd{Remote: c.remote, User: c.user, Outcome: out, Duration: time.Since(c.start),
-			BytesIn: c.bytesIn, BytesOut: c.bytesOut})
+			BytesIn: c.bytesIn, BytesOut: c.bytesOut, Auth: sum})
 	}
 	close(c.done)
+}
+
+// closeLogin ends the login's work (a PAM transaction, say) once and
+// returns what its authentication came to.
+func (m *Monitor) closeLogin(c *mconn) auth.Summary {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	var sum auth.Summary
+	if s, ok := c.login.(auth.Summarizer); ok {
+		sum = s.Summary()
+	}
+	if cl, ok := c.login.(io.Closer); ok && !c.loginDone {
+		cl.Close()
+	}
+	c.loginDone = true
+	return sum
 }
 
 // Shutdown stops admitting, ends the connections still authenticating,

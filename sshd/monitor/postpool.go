@@ -36,6 +36,7 @@ func (m *Monitor) adopt(conn *mconn, state []byte) error {
 		return err
 	}
 	m.handedOver(conn, p)
+	go m.closeLogin(conn) // authentication is over; its transaction ends
 	return nil
 }
 

@@ -145,15 +145,20 @@ func (m *Monitor) begin(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if conn.login != nil {
+	conn.lmu.Lock()
+	defer conn.lmu.Unlock()
+	if conn.login != nil || conn.loginDone {
 		return nil, errWrongPhase
 	}
 	login, err := m.cfg.NewLogin(conn.sessionID, conn.local, conn.remote)
 	if err != nil {
 		return nil, err
 	}
-	conn.login, conn.user = login, req.User // only this request's goroutine touches login
-	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
+	conn.login = login
+	m.mu.Lock()
+	conn.user = req.User
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
 	defer cancel()
 	banner, err := login.Begin(ctx, req.User, req.Service)
 	if err != nil {
@@ -172,10 +177,12 @@ func (m *Monitor) decide(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if conn.login == nil {
+	conn.lmu.Lock()
+	defer conn.lmu.Unlock()
+	if conn.login == nil || conn.loginDone {
 		return nil, errWrongPhase
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
+	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
 	defer cancel()
 	d, err := conn.login.Decide(ctx, req.Req)
 	if err != nil {
@@ -199,11 +206,13 @@ func (m *Monitor) respond(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	conn.lmu.Lock()
+	defer conn.lmu.Unlock()
 	r, ok := conn.login.(auth.Responder)
-	if conn.login == nil || !ok {
+	if conn.login == nil || conn.loginDone || !ok {
 		return nil, errWrongPhase
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, decideTimeout)
+	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
 	defer cancel()
 	d, err := r.Respond(ctx, req.Responses)
 	if err != nil {

@@ -56,6 +56,9 @@ type entry struct {
 	index  int // in the heap
 }
 
+// Config returns the configuration the tracker applies.
+func (t *Tracker) Config() Config { return t.cfg }
+
 // New returns a Tracker for cfg (nil means Defaults()). logger receives
 // OpenSSH's VERBOSE lines about penalties at Debug (nil: slog.Default());
 // now is the clock (nil: time.Now).

@@ -94,7 +94,8 @@ func TestForwardedConnectionIsTheUsers(t *testing.T) {
 			return
 		}
 		_, port, _ := net.SplitHostPort(c.RemoteAddr().String())
-		owner <- socketOwner(port)
+		_, tport, _ := net.SplitHostPort(target.Addr().String())
+		owner <- socketOwner(port, tport)
 		c.Close()
 	}()
 	local := freePort(t)
@@ -140,11 +141,12 @@ func dialRetry(t *testing.T, addr string, stderr fmt.Stringer) net.Conn {
 	return nil
 }
 
-// socketOwner is the uid of the TCP socket bound to local port port, from
-// /proc/net/tcp.
-func socketOwner(port string) string {
+// socketOwner is the uid of the established TCP socket from local port
+// port to remote port rport, from /proc/net/tcp.
+func socketOwner(port, rport string) string {
 	n, _ := strconv.Atoi(port)
-	want := fmt.Sprintf(":%04X", n)
+	r, _ := strconv.Atoi(rport)
+	want, wantR := fmt.Sprintf(":%04X", n), fmt.Sprintf(":%04X", r)
 	f, err := os.Open("/proc/net/tcp")
 	if err != nil {
 		return ""
@@ -153,7 +155,7 @@ func socketOwner(port string) string {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
-		if len(fields) > 7 && strings.HasSuffix(fields[1], want) {
+		if len(fields) > 7 && strings.HasSuffix(fields[1], want) && strings.HasSuffix(fields[2], wantR) && fields[3] == "01" {
 			return fields[7]
 		}
 	}
@@ -222,7 +224,18 @@ func TestWorkerCrashEndsOnlyItsConnections(t *testing.T) {
 	if closed == 0 || closed == len(pending) {
 		t.Fatalf("%d of %d pending connections ended; want those of the killed worker only", closed, len(pending))
 	}
-	d.mustSSH(a, "true")
+	// The crash is the killed worker's sources' fault, as in OpenSSH
+	// (PerSourcePenalties crash): 127.0.0.1 is refused for a while,
+	// another source logs in.
+	if c, err := net.Dial("tcp", "127.0.0.1:"+d.port); err == nil {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(c)
+		c.Close()
+		if !strings.Contains(string(b), "Not allowed at this time") {
+			t.Errorf("after the crash 127.0.0.1 got %q, want the penalty refusal", b)
+		}
+	}
+	d.mustSSH(a, "true", "BindAddress=127.0.0.2")
 	waitFor(t, "a new pre-auth worker", func() bool { return len(d.children("offload-sshd: pre-auth worker")) == 2 })
 	if !strings.Contains(d.log.String(), "ended unexpectedly") {
 		t.Fatal("the worker's crash was not logged")
