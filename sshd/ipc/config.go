@@ -11,6 +11,7 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/software"
+	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -27,6 +28,20 @@ type ChildConfig struct {
 	// Metrics makes the child count provider operations and send them
 	// (TypeMetrics) to the monitor.
 	Metrics bool
+	// Identity, when set, is who the child becomes before it reads
+	// anything else: the monitor starts its children as itself (so that
+	// a program only root may execute can run them) and each drops its
+	// privileges first thing.
+	Identity *sandbox.Identity `json:",omitempty"`
+}
+
+// Become drops the child's privileges to its configured Identity, if
+// any (see sandbox.DropTo).
+func (c *ChildConfig) Become() error {
+	if c.Identity == nil {
+		return nil
+	}
+	return sandbox.DropTo(*c.Identity)
 }
 
 // TransportConfig is the part of transport.Config a child needs, in a form
@@ -103,12 +118,18 @@ func (t *TransportConfig) registry(peer *Peer, log *slog.Logger, metrics *provid
 	if err != nil {
 		return nil, fmt.Errorf("ipc: %w", err)
 	}
-	reg := provider.New(provider.Config{Policy: provider.Policy{Mode: mode, Pins: t.Pins}, Metrics: metrics, Logger: log})
+	reg := provider.New(provider.Config{Metrics: metrics, Logger: log})
 	for _, p := range append(t.remoteProviders(peer), cpu.New(cpu.Detect()), software.New()) {
 		if err := reg.Register(p); err != nil {
 			reg.Close()
 			return nil, fmt.Errorf("ipc: %w", err)
 		}
+	}
+	// The pins name the providers just registered: set them now, so that
+	// they are checked against them.
+	if err := reg.SetPolicy(provider.Policy{Mode: mode, Pins: t.Pins}); err != nil {
+		reg.Close()
+		return nil, fmt.Errorf("ipc: %w", err)
 	}
 	return reg, nil
 }

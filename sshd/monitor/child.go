@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/sandbox"
 )
 
 // Timeouts of a child's life.
@@ -66,8 +67,8 @@ func (c *child) alive() bool {
 
 // launch starts the child's process as cred (nil: the monitor's identity),
 // sends it cfg and waits until it is ready.
-func (c *child) launch(cred *syscall.Credential, cfg *ipc.ChildConfig, env []string) error {
-	err := c.start(cred, cfg, env)
+func (c *child) launch(cfg *ipc.ChildConfig, env []string) error {
+	err := c.start(cfg, env)
 	if err == nil {
 		err = c.waitReady()
 	}
@@ -79,7 +80,7 @@ func (c *child) launch(cred *syscall.Credential, cfg *ipc.ChildConfig, env []str
 	return err
 }
 
-func (c *child) start(cred *syscall.Credential, cfg *ipc.ChildConfig, env []string) error {
+func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 	parent, sock, err := ipc.Pair()
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func (c *child) start(cred *syscall.Credential, cfg *ipc.ChildConfig, env []stri
 	defer sock.Close()
 	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: []*os.File{sock},
 		Env:         append([]string{ipc.RoleEnv + "=" + c.role}, env...),
-		SysProcAttr: &syscall.SysProcAttr{Credential: cred, Setsid: true}}
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // it drops to cfg.Identity itself
 	// No Pdeathsig: it fires when the forking OS thread ends, and the
 	// monitor retires threads (sandbox.OpenAs). A worker ends when its
 	// socket to the monitor closes, which the monitor's death does too.
@@ -334,14 +335,15 @@ func (m *Monitor) startWorker(slot int) (*child, error) {
 	w := newChild(m, ipc.RolePreauth, "offload-sshd: pre-auth worker "+strconv.Itoa(slot+1))
 	w.slot = slot
 	cfg := &ipc.ChildConfig{Transport: m.workerTransport(), LogLevel: m.cfg.LogLevel,
-		LoginGraceTime: m.cfg.LoginGraceTime, MaxRequests: m.cfg.MaxRequests, Metrics: m.cfg.Metrics != nil}
-	return w, w.launch(m.wcred, cfg, nil)
+		LoginGraceTime: m.cfg.LoginGraceTime, MaxRequests: m.cfg.MaxRequests, Metrics: m.cfg.Metrics != nil,
+		Identity: m.wid}
+	return w, w.launch(cfg, nil)
 }
 
 // workerCredential is the identity of the pre-auth workers: an
 // unprivileged account when the monitor is root, the monitor's own
 // otherwise.
-func workerCredential(name string, root bool) (*syscall.Credential, error) {
+func workerIdentity(name string, root bool) (*sandbox.Identity, error) {
 	if !root {
 		return nil, nil
 	}
@@ -349,7 +351,7 @@ func workerCredential(name string, root bool) (*syscall.Credential, error) {
 	if err != nil {
 		return nil, err
 	}
-	return credentialOf(u, false)
+	return identityOf(u, false)
 }
 
 func lookupWorkerUser(name string) (*user.User, error) {
@@ -368,9 +370,9 @@ func lookupWorkerUser(name string) (*user.User, error) {
 	return nil, errors.New(`monitor: no pre-auth user: neither "sshd" nor "nobody" exists`)
 }
 
-// credentialOf returns u's uid and gid, and with groups its supplementary
+// identityOf returns u's uid and gid, and with groups its supplementary
 // groups (none otherwise). Root (uid 0) is refused for workers.
-func credentialOf(u *user.User, groups bool) (*syscall.Credential, error) {
+func identityOf(u *user.User, groups bool) (*sandbox.Identity, error) {
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err := errors.Join(err1, err2); err != nil {
@@ -379,7 +381,7 @@ func credentialOf(u *user.User, groups bool) (*syscall.Credential, error) {
 	if !groups && uid == 0 {
 		return nil, fmt.Errorf("monitor: pre-auth user %s is root", u.Username)
 	}
-	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	cred := &sandbox.Identity{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 	if groups {
 		ids, err := u.GroupIds()
 		if err != nil {
@@ -395,10 +397,10 @@ func credentialOf(u *user.User, groups bool) (*syscall.Credential, error) {
 }
 
 func (m *Monitor) workerUserName() string {
-	if m.wcred == nil {
+	if m.wid == nil {
 		return strconv.Itoa(os.Geteuid()) + " (the server's own)"
 	}
-	return strconv.Itoa(int(m.wcred.Uid))
+	return strconv.Itoa(int(m.wid.Uid))
 }
 
 // workerTransport is the transport configuration of the pre-auth

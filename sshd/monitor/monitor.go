@@ -54,6 +54,7 @@ import (
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -134,7 +135,7 @@ type Monitor struct {
 	cfg    Config
 	log    *slog.Logger
 	exe    string
-	wcred  *syscall.Credential // of the pre-auth workers; nil: the monitor's own
+	wid    *sandbox.Identity // of the pre-auth workers; nil: the monitor's own
 	root   bool
 	linger time.Duration
 	nextID atomic.Uint64
@@ -196,7 +197,7 @@ func newMonitor(cfg Config) (*Monitor, error) {
 		m.exe = "/proc/self/exe"
 	}
 	var err error
-	m.wcred, err = workerCredential(cfg.WorkerUser, m.root)
+	m.wid, err = workerIdentity(cfg.WorkerUser, m.root)
 	return m, err
 }
 

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/sandbox"
 )
 
 // postEnv is the whole environment of a post-auth process: nothing of the
@@ -108,7 +108,7 @@ func (m *Monitor) postFor(conn *mconn) (*child, error) {
 }
 
 func (m *Monitor) launchPost(p *child) {
-	cred, err := m.postCredential(p.user)
+	id, err := m.postIdentity(p.user)
 	if err != nil {
 		p.startErr = err
 		close(p.started)
@@ -116,8 +116,8 @@ func (m *Monitor) launchPost(p *child) {
 		return
 	}
 	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user,
-		Metrics: m.cfg.Metrics != nil}
-	if err := p.launch(cred, cfg, postEnv); err != nil {
+		Metrics: m.cfg.Metrics != nil, Identity: id}
+	if err := p.launch(cfg, postEnv); err != nil {
 		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
 		m.dropPost(p)
 	}
@@ -135,7 +135,7 @@ func (m *Monitor) dropPost(p *child) {
 // postCredential is the identity of user's post-auth process: the user's
 // uid, gid and groups when the monitor is root, its own otherwise (it then
 // serves only its own user).
-func (m *Monitor) postCredential(name string) (*syscall.Credential, error) {
+func (m *Monitor) postIdentity(name string) (*sandbox.Identity, error) {
 	if !m.root {
 		return nil, nil
 	}
@@ -143,7 +143,7 @@ func (m *Monitor) postCredential(name string) (*syscall.Credential, error) {
 	if err != nil {
 		return nil, fmt.Errorf("monitor: post-auth user: %w", err)
 	}
-	return credentialOf(u, true)
+	return identityOf(u, true)
 }
 
 // maybeIdle starts the linger of a post-auth process left with no

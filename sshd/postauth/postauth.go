@@ -44,8 +44,7 @@ import (
 // tells it to end or, once the monitor has gone, until its last
 // connection ends. It returns the exit code.
 func Main() int {
-	rep, err := sandbox.EnterPostauth()
-	if err != nil {
+	if _, err := sandbox.EnterPostauth(); err != nil { // non-dumpable from the start
 		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
 		return 1
 	}
@@ -53,7 +52,15 @@ func Main() int {
 	if err == nil {
 		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
 	}
+	if err == nil || errors.Is(err, sandbox.ErrUnsupported) {
+		err = child.Config.Become() // the user, before any connection arrives
+	}
 	if err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
+		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
+		return 1
+	}
+	rep, err := sandbox.EnterPostauth() // again: a change of identity resets it
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
 		return 1
 	}

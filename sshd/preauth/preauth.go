@@ -39,6 +39,9 @@ func Main() int {
 	if err == nil {
 		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
 	}
+	if err == nil || errors.Is(err, sandbox.ErrUnsupported) {
+		err = child.Config.Become() // unprivileged before any client byte
+	}
 	if err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "offload sshd pre-auth:", err)
 		return 1

@@ -5,7 +5,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"syscall"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -96,6 +98,34 @@ var ErrUnsupported = errors.New("sandbox: not supported on this platform")
 func CloseOnExec() error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("sandbox: close_range: %w", err)
+	}
+	return nil
+}
+
+// DropTo makes every thread of the calling process id: supplementary
+// groups, then real, effective and saved gid, then uid. A process that
+// was started as root and must run as someone else calls it before it
+// reads anything from a less trusted source. It checks the change took
+// and that root cannot be regained.
+func DropTo(id Identity) error {
+	groups := make([]int, len(id.Groups))
+	for i, g := range id.Groups {
+		groups[i] = int(g)
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Errorf("sandbox: setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(int(id.Gid), int(id.Gid), int(id.Gid)); err != nil {
+		return fmt.Errorf("sandbox: setresgid %d: %w", id.Gid, err)
+	}
+	if err := syscall.Setresuid(int(id.Uid), int(id.Uid), int(id.Uid)); err != nil {
+		return fmt.Errorf("sandbox: setresuid %d: %w", id.Uid, err)
+	}
+	if os.Getuid() != int(id.Uid) || os.Geteuid() != int(id.Uid) || os.Getegid() != int(id.Gid) {
+		return fmt.Errorf("sandbox: identity change to %d:%d did not take", id.Uid, id.Gid)
+	}
+	if id.Uid != 0 && syscall.Setresuid(0, 0, 0) == nil {
+		return errors.New("sandbox: root could be regained after dropping it")
 	}
 	return nil
 }

@@ -36,3 +36,6 @@ func OpenAs(id Identity, path string, flags int) (*os.File, error) {
 	}
 	return nil, ErrUnsupported
 }
+
+// DropTo is not available here.
+func DropTo(id Identity) error { return ErrUnsupported }

@@ -37,12 +37,16 @@ func offloadBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		os.Chmod(dir, 0o755)
+		// Only root may enter the directory or execute the program, as
+		// with scripts/run.sh's bin/offload under umask 077: the server's
+		// children, which run as other users, must start all the same.
+		os.Chmod(dir, 0o700)
 		binary = filepath.Join(dir, "offload")
 		out, err := exec.Command("go", "build", "-o", binary, "github.com/offload/offload/cmd/offload").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v: %s", err, out)
 		}
+		os.Chmod(binary, 0o700)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
