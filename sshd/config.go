@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/software"
@@ -37,6 +39,9 @@ type Config struct {
 	// sshd/transport's CryptoProfile (transport.ProfileDefault when empty).
 	Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms []string
 	CryptoProfile                                   transport.Profile
+	// HostCertificates are host certificates of HostKeys (or of keys a
+	// HostKeySigner holds), offered with their -cert-v01 algorithms.
+	HostCertificates []*ssh.Certificate
 	// ModuliFile holds the groups of diffie-hellman-group-exchange-sha256
 	// (default transport.DefaultModuliFile).
 	ModuliFile string
@@ -141,7 +146,7 @@ func (s *settings) transportConfig() *transport.Config {
 	return &transport.Config{
 		Registry: s.Registry, HostKeys: s.HostKeys,
 		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
-		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile,
+		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile, HostCertificates: s.HostCertificates,
 		ServerSigAlgs: serverSigAlgs(s.Auth),
 		Version:       s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
 		KexTimeout: s.KexTimeout,

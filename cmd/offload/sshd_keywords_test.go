@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/config"
@@ -108,6 +112,9 @@ func testLogger() *slog.Logger {
 // exampleFor is a keyword's example value, with the files it names made
 // where the translation reads them.
 func exampleFor(t *testing.T, ki config.KeywordInfo) string {
+	if ki.Name == "HostCertificate" {
+		return hostCertFile(t)
+	}
 	if ki.Name == "Banner" {
 		p := filepath.Join(t.TempDir(), "banner")
 		if err := os.WriteFile(p, []byte("hello\n"), 0o644); err != nil {
@@ -188,4 +195,23 @@ func parseConf(t *testing.T, text string) *config.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// hostCertFile writes a host certificate of the test's default host key
+// (whatever key the daemon view opens is not needed: parsing is enough
+// for the translation) and returns its path.
+func hostCertFile(t *testing.T) string {
+	_, caKey, _ := ed25519.GenerateKey(rand.Reader)
+	ca, _ := ssh.NewSignerFromSigner(caKey)
+	hostPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(hostPub)
+	c := &ssh.Certificate{Key: pub, CertType: ssh.HostCert, ValidPrincipals: []string{"host"}, ValidBefore: ssh.CertTimeInfinity}
+	if err := c.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "host-cert.pub")
+	if err := os.WriteFile(p, ssh.MarshalAuthorizedKey(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -9,6 +9,8 @@ import (
 	"os/user"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
@@ -90,11 +92,15 @@ func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.S
 	if err != nil {
 		return nil, err
 	}
+	certs, err := hostCertificates(c.HostCertificates)
+	if err != nil {
+		return nil, err
+	}
 	sc := &sshd.Config{
 		Registry: reg, HostKeys: keys,
 		Ciphers: setList(c, "Ciphers", c.Ciphers), MACs: setList(c, "MACs", c.MACs),
 		KexAlgorithms: setList(c, "KexAlgorithms", c.KexAlgorithms), HostKeyAlgorithms: setList(c, "HostKeyAlgorithms", c.HostKeyAlgorithms),
-		CryptoProfile: transport.Profile(c.CryptoProfile), ModuliFile: c.ModuliFile,
+		CryptoProfile: transport.Profile(c.CryptoProfile), ModuliFile: c.ModuliFile, HostCertificates: certs,
 		RekeyLimit: uint64(c.RekeyLimit.Bytes), RekeyInterval: c.RekeyLimit.Interval,
 		LoginGraceTime: c.LoginGraceTime, MaxStartups: c.MaxStartups.Full,
 		DropStartup: func(pending int) bool { return c.MaxStartups.Drop(pending, nil) },
@@ -338,4 +344,27 @@ func syslogFacility(c *config.Config) string {
 		return ""
 	}
 	return strings.ToUpper(c.SyslogFacility)
+}
+
+// hostCertificates reads HostCertificate files: each an OpenSSH host
+// certificate (ssh-keygen -h -s ...) of one of the host keys, whose
+// private key may live in a token.
+func hostCertificates(paths []string) ([]*ssh.Certificate, error) {
+	var out []*ssh.Certificate
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("HostCertificate: %w", err)
+		}
+		pub, _, _, _, err := ssh.ParseAuthorizedKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("HostCertificate %s: %w", p, err)
+		}
+		cert, ok := pub.(*ssh.Certificate)
+		if !ok || cert.CertType != ssh.HostCert {
+			return nil, fmt.Errorf("HostCertificate %s: not a host certificate", p)
+		}
+		out = append(out, cert)
+	}
+	return out, nil
 }

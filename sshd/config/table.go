@@ -186,7 +186,7 @@ var keywords = []*keyword{
 	authorizedKeysKW().perConnection().supported("auth.Config.AuthorizedKeysFiles").eg(".ssh/offload_keys"),
 	hostKeyKW().supported("daemon: host keys opened through the registry").eg("/etc/ssh/ssh_host_test_key"),
 	listKW("HostCertificate", "file name", func(c *Config) *[]string { return &c.HostCertificates }, nonEmpty).
-		refused("transport", "host certificates", "").eg("/etc/ssh/ssh_host_ed25519_key-cert.pub"),
+		supported("sshd.Config.HostCertificates: offered with their -cert-v01 algorithms").eg("/etc/ssh/ssh_host_ed25519_key-cert.pub"),
 	listKW("AllowUsers", "user pattern", func(c *Config) *[]string { return &c.AllowUsers }, checkUserPattern).perConnection().
 		supported("auth.Config.AllowUsers").eg("alice"),
 	listKW("DenyUsers", "user pattern", func(c *Config) *[]string { return &c.DenyUsers }, checkUserPattern).perConnection().

@@ -51,9 +51,12 @@ type kexSpec struct {
 // hostKeySpec maps a host-key signature algorithm to the public key type
 // that can make it.
 type hostKeySpec struct {
-	name        string // signature algorithm negotiated in KEXINIT
-	keyType     string // ssh public key type of a signer that can make it
-	signature   string // registry signature algorithm behind it
+	name      string // signature algorithm negotiated in KEXINIT
+	keyType   string // ssh public key type of a signer that can make it
+	signature string // registry signature algorithm behind it
+	// certOf is, for a -cert-v01 algorithm, the plain signature algorithm
+	// the certified key signs with; K_S is then the certificate.
+	certOf      string
 	onByDefault bool
 	warn        string
 }
@@ -94,6 +97,13 @@ var (
 		{name: "diffie-hellman-group-exchange-sha256", method: gexMethod, hash: "sha256", agree: "modp-gex"},
 	}
 	hostKeyTable = []hostKeySpec{
+		// Certificates first, as OpenSSH orders them: offered only with a
+		// Config.HostCertificates entry for the key.
+		{name: "ssh-ed25519-cert-v01@openssh.com", keyType: "ssh-ed25519-cert-v01@openssh.com", signature: "ed25519", certOf: "ssh-ed25519", onByDefault: true},
+		{name: "ecdsa-sha2-nistp256-cert-v01@openssh.com", keyType: "ecdsa-sha2-nistp256-cert-v01@openssh.com", signature: "ecdsa-p256-sha256", certOf: "ecdsa-sha2-nistp256", onByDefault: true, warn: warnNIST},
+		{name: "ecdsa-sha2-nistp384-cert-v01@openssh.com", keyType: "ecdsa-sha2-nistp384-cert-v01@openssh.com", signature: "ecdsa-p384-sha384", certOf: "ecdsa-sha2-nistp384", onByDefault: true, warn: warnNIST},
+		{name: "rsa-sha2-512-cert-v01@openssh.com", keyType: "ssh-rsa-cert-v01@openssh.com", signature: "rsa-pkcs1v15-sha512", certOf: "rsa-sha2-512", onByDefault: true},
+		{name: "rsa-sha2-256-cert-v01@openssh.com", keyType: "ssh-rsa-cert-v01@openssh.com", signature: "rsa-pkcs1v15-sha256", certOf: "rsa-sha2-256", onByDefault: true},
 		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},
 		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", signature: "ecdsa-p256-sha256", onByDefault: true, warn: warnNIST},
 		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", signature: "ecdsa-p384-sha384", onByDefault: true, warn: warnNIST},

@@ -57,6 +57,14 @@
 // server's first NEWKEYS (RFC 8308 §2.4), before the client picks the
 // signature algorithm of its user key.
 //
+// # Host keys
+//
+// Every host-key signature goes through the connection's HostKeySigner.
+// Config.HostCertificates are OpenSSH host certificates of the host keys
+// (file or token keys: they are matched by public key), offered first
+// with their -cert-v01@openssh.com algorithms; K_S is then the
+// certificate and the certified key signs with the plain algorithm.
+//
 // # Extensions
 //
 // EXT_INFO announces server-sig-algs, ping@openssh.com and, when

@@ -54,6 +54,29 @@ func hostKeysForTest(t testing.TB) map[string]crypto.Signer {
 	return testKeys
 }
 
+var (
+	certsOnce sync.Once
+	testCerts []*ssh.Certificate
+)
+
+// hostCertsForTest certifies every test host key with a throwaway CA.
+func hostCertsForTest(t testing.TB) []*ssh.Certificate {
+	certsOnce.Do(func() {
+		_, caKey, _ := ed25519.GenerateKey(rand.Reader)
+		ca, _ := ssh.NewSignerFromSigner(caKey)
+		for _, k := range allHostKeys(t) {
+			pub, _ := ssh.NewPublicKey(k.Public())
+			c := &ssh.Certificate{Key: pub, CertType: ssh.HostCert, KeyId: "test host", ValidPrincipals: []string{"127.0.0.1"},
+				ValidBefore: ssh.CertTimeInfinity}
+			if err := c.SignCert(rand.Reader, ca); err != nil {
+				panic(err)
+			}
+			testCerts = append(testCerts, c)
+		}
+	})
+	return testCerts
+}
+
 func allHostKeys(t testing.TB) []crypto.Signer {
 	m := hostKeysForTest(t)
 	return []crypto.Signer{m["ssh-ed25519"], m["ecdsa-sha2-nistp256"], m["ecdsa-sha2-nistp384"], m["ssh-rsa"]}
@@ -84,6 +107,9 @@ func newTestServer(t testing.TB, cfg *Config) *testServer {
 	}
 	if cfg.HostKeys == nil {
 		cfg.HostKeys = allHostKeys(t)
+		if cfg.HostCertificates == nil {
+			cfg.HostCertificates = hostCertsForTest(t)
+		}
 	}
 	if os.Getenv("OFFLOAD_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

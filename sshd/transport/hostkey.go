@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"bytes"
 	"crypto"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -32,7 +34,11 @@ var ErrUnknownHostKey = errors.New("transport: no such host key")
 // hostKey is a host key able to make one host-key signature algorithm.
 type hostKey struct {
 	alg string
-	pub []byte // the public key in SSH wire format (K_S)
+	pub []byte // K_S: the public key in SSH wire format, or its certificate
+	// signAlg and signPub are what signs: the plain algorithm and key
+	// (for a certificate, the certified key); alg and pub otherwise.
+	signAlg string
+	signPub []byte
 }
 
 // localSigner signs with host keys held in this process.
@@ -92,24 +98,57 @@ func HostKeyAlgorithmFits(alg string, pub ssh.PublicKey) bool {
 }
 
 // newHostKeys pairs each allowed algorithm, in order, with the first
-// public key that can make it.
-func newHostKeys(pubs []ssh.PublicKey, allowed []string) ([]hostKey, error) {
+// public key (or, for a -cert-v01 algorithm, the first certificate of
+// one of the keys) that can make it.
+func newHostKeys(pubs []ssh.PublicKey, certs []*ssh.Certificate, allowed []string) ([]hostKey, error) {
 	var out []hostKey
 	for _, alg := range allowed {
-		if findHostKey(alg) == nil {
+		spec := findHostKey(alg)
+		if spec == nil {
 			return nil, fmt.Errorf("transport: unknown host key algorithm %q", alg)
 		}
-		for _, p := range pubs {
-			if HostKeyAlgorithmFits(alg, p) {
-				out = append(out, hostKey{alg: alg, pub: p.Marshal()})
-				break
-			}
+		if hk, ok := pairHostKey(spec, pubs, certs); ok {
+			out = append(out, hk)
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("transport: no host key can make any of the algorithms %v", allowed)
 	}
 	return out, nil
+}
+
+func pairHostKey(spec *hostKeySpec, pubs []ssh.PublicKey, certs []*ssh.Certificate) (hostKey, bool) {
+	if spec.certOf == "" {
+		for _, p := range pubs {
+			if HostKeyAlgorithmFits(spec.name, p) {
+				return hostKey{alg: spec.name, pub: p.Marshal(), signAlg: spec.name, signPub: p.Marshal()}, true
+			}
+		}
+		return hostKey{}, false
+	}
+	for _, c := range certs {
+		if c.Type() == spec.keyType {
+			return hostKey{alg: spec.name, pub: c.Marshal(), signAlg: spec.certOf, signPub: c.Key.Marshal()}, true
+		}
+	}
+	return hostKey{}, false
+}
+
+// checkHostCertificates refuses a certificate that is not a host
+// certificate or whose key is none of pubs: its private key must be one
+// the connection's HostKeySigner holds (a file or a token key).
+func checkHostCertificates(certs []*ssh.Certificate, pubs []ssh.PublicKey) error {
+	for i, c := range certs {
+		if c.CertType != ssh.HostCert {
+			return fmt.Errorf("transport: host certificate %d is a user certificate", i)
+		}
+		key := c.Key.Marshal()
+		if !slices.ContainsFunc(pubs, func(p ssh.PublicKey) bool { return bytes.Equal(p.Marshal(), key) }) {
+			return fmt.Errorf("transport: host certificate %d (%s, key %s) certifies no configured host key",
+				i, c.KeyId, ssh.FingerprintSHA256(c.Key))
+		}
+	}
+	return nil
 }
 
 func hostKeyFor(keys []hostKey, alg string) *hostKey {

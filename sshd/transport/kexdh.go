@@ -95,7 +95,7 @@ func signReply(s *Server, k *kexRun, msg byte, K []byte, fields ...[]byte) ([]by
 		return nil, kexError(err, "%s", k.a.kex.name)
 	}
 	H := exchangeHash(h, &k.m, hk.pub, append(fields, K)...)
-	sig, err := k.signer.SignExchange(hk.alg, hk.pub, H)
+	sig, err := k.signer.SignExchange(hk.signAlg, hk.signPub, H)
 	if err != nil {
 		return nil, kexError(err, "signing the exchange hash")
 	}

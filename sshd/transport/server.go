@@ -45,6 +45,11 @@ type Config struct {
 	// exchange is offered; without the file the fixed groups serve.
 	ModuliFile string
 
+	// HostCertificates are OpenSSH host certificates of host keys (of
+	// HostKeys or HostPublicKeys: the private key may live in a token),
+	// offered with their -cert-v01@openssh.com algorithms.
+	HostCertificates []*ssh.Certificate
+
 	// HostBoundAuth announces publickey-hostbound@openssh.com in EXT_INFO:
 	// set it only when user authentication verifies
 	// publickey-hostbound-v00@openssh.com requests (Conn.InitialHostKey
@@ -154,8 +159,11 @@ func (s *Server) setHostKeys(cfg *Config) error {
 			s.allHostKeys = append(s.allHostKeys, p.Marshal())
 		}
 	}
+	if err := checkHostCertificates(cfg.HostCertificates, pubs); err != nil {
+		return err
+	}
 	var err error
-	s.hostKeys, err = newHostKeys(pubs, s.offer.hostKeys)
+	s.hostKeys, err = newHostKeys(pubs, cfg.HostCertificates, s.offer.hostKeys)
 	return err
 }
 

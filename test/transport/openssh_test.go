@@ -404,3 +404,52 @@ func TestOpenSSHUpdateHostKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenSSHHostCertificate: a host certificate made by ssh-keygen -h is
+// offered with its -cert-v01 algorithm, and a client that trusts only the
+// CA (@cert-authority) accepts the server, as with OpenSSH's
+// HostCertificate.
+func TestOpenSSHHostCertificate(t *testing.T) {
+	keygen := testenv.LookPath(t, "ssh-keygen", "apt-get install openssh-client")
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	run := func(args ...string) {
+		if out, err := exec.Command(keygen, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen %v: %v\n%s", args, err, out)
+		}
+	}
+	run("-q", "-t", "ed25519", "-N", "", "-f", ca)
+	for i, k := range allHostKeys() {
+		pub, _ := ssh.NewPublicKey(k.Public())
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("host%d.pub", i)), ssh.MarshalAuthorizedKey(pub), 0o600)
+	}
+	var certs []*ssh.Certificate
+	for i := range allHostKeys() {
+		run("-q", "-s", ca, "-h", "-I", "offload test", "-n", "127.0.0.1", filepath.Join(dir, fmt.Sprintf("host%d.pub", i)))
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("host%d-cert.pub", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _, _, _, err := ssh.ParseAuthorizedKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs = append(certs, pub.(*ssh.Certificate))
+	}
+	f := newFixture(t, &sshd.Config{HostCertificates: certs})
+	caPub, err := os.ReadFile(ca + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(f.dir, "known_hosts")
+	os.WriteFile(kh, []byte("@cert-authority [127.0.0.1]:"+f.port+" "+string(caPub)), 0o600)
+	for _, alg := range []string{"ssh-ed25519-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com", "rsa-sha2-512-cert-v01@openssh.com"} {
+		t.Run(alg, func(t *testing.T) {
+			opts := []string{"UserKnownHostsFile=" + kh, "StrictHostKeyChecking=yes", "HostKeyAlgorithms=" + alg, "LogLevel=DEBUG1"}
+			out, errOut, code := f.run(t, opts, "echo ok", nil)
+			if out != "ok\n" || code != 0 || !strings.Contains(errOut, "Server host certificate") {
+				t.Fatalf("stdout %q status %d; ssh said:\n%s", out, code, errOut)
+			}
+		})
+	}
+}
