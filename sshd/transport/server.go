@@ -284,7 +284,10 @@ func (s *Server) loadModuli(cfg *Config) error {
 	path := or(cfg.ModuliFile, DefaultModuliFile)
 	groups, bad, err := loadModuli(path)
 	if err != nil {
-		return err
+		// A sandboxed process cannot read it (the monitor must pass the
+		// groups); OpenSSH too falls back to the fixed groups.
+		s.log.Warn("transport: cannot read the moduli file; group exchange uses the fixed groups", "file", path, "err", err)
+		return nil
 	}
 	for _, e := range bad {
 		s.log.Warn("transport: skipping a moduli line", "file", path, "err", e)
