@@ -14,12 +14,14 @@
 // a server that re-keys every 256 KiB; a client that re-keys by itself
 // where it can; and an RSA user key. In each cell the client runs what it
 // has of: a remote command, an upload (compared by SHA-256 with what was
-// sent), and SFTP put and get. A cell where the server's log shows the
-// client offered nothing in common is "n/a" (except on defaults, where it
-// is a failure). Rekey cells check in the server's log that a key
-// re-exchange happened and which side started it.
+// sent), and SFTP put and get; a key exchange or host-key cell, which
+// changes only the handshake, runs the client's first transfer only. A
+// cell where the server's log shows the client offered nothing in common
+// is "n/a" (except on defaults, where it is a failure). Rekey cells check
+// in the server's log that a key re-exchange happened and which side
+// started it.
 //
-// Cells that fail for a known reason are marked in known.go by a reason
+// Cells that fail for a known reason are marked in known_test.go by a reason
 // string the failure must contain; a marked cell that passes fails the
 // test, so the mark goes when the fix lands.
 //

@@ -37,6 +37,10 @@ type cell struct {
 // dataOnly: the cell is about transfers, so the remote command is left out.
 func (c cell) dataOnly() bool { return c.serverRekey || c.clientRekey }
 
+// handshakeOnly: the cell varies only the handshake, so one transfer (the
+// client's first) is enough.
+func (c cell) handshakeOnly() bool { return c.axis == "kex" || c.axis == "hostkey" }
+
 // cells lists the matrix from the transport's own tables, so an algorithm
 // added there gets its cells.
 func cells() []cell {
