@@ -123,7 +123,7 @@ func (e *env) account(t *testing.T) {
 	if err := copyFile(exe, helper, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.sftpHelper = []string{"/usr/bin/env", "OFFLOAD_INTERNAL_SFTP=1", helper}
+	e.sftpHelper = []string{"/usr/bin/env", helperEnv + "=1", helper}
 }
 
 // remoteDir makes a directory under the account's home for one cell.
