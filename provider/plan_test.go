@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/software"
 )
 
 // A plan is built once and rebuilt when what it depends on changes: a
@@ -379,5 +380,48 @@ func TestMetricsAddAndSub(t *testing.T) {
 	}
 	if err := b.Add(provider.Sample{Op: "nonsense"}); err == nil {
 		t.Errorf("unknown op accepted")
+	}
+}
+
+// Bad input never panics: nil and empty keys, nil providers, empty
+// references, malformed peer keys.
+func TestBadInputNoPanic(t *testing.T) {
+	r := provider.New(provider.Config{Metrics: provider.NewMetrics()})
+	defer r.Close()
+	if err := r.Register(nil); err == nil {
+		t.Errorf("Register(nil) accepted")
+	}
+	r.Register(software.New())
+	checks := map[string]error{
+		"AEAD nil key":       func() error { _, err := r.AEAD("aes128-gcm", nil); return err }(),
+		"Stream empty key":   func() error { _, err := r.Stream("aes128-ctr", []byte{}, make([]byte, 16)); return err }(),
+		"Stream nil IV":      func() error { _, err := r.Stream("aes128-ctr", make([]byte, 16), nil); return err }(),
+		"KeyStream nil key":  func() error { _, err := r.KeyStream("chacha20", nil); return err }(),
+		"MAC nil key":        func() error { _, err := r.MAC("hmac-sha256", nil); return err }(),
+		"Encapsulate nil":    func() error { _, _, err := r.Encapsulate("ml-kem-768", nil); return err }(),
+		"Signer empty ref":   func() error { _, err := r.Signer(context.Background(), ""); return err }(),
+		"Verify nil key":     r.Verify(nil, "ed25519", []byte("m"), nil, crypto.Hash(0)),
+		"Explain empty name": func() error { _, err := r.Explain(""); return err }(),
+	}
+	for what, err := range checks {
+		if err == nil {
+			t.Errorf("%s: accepted", what)
+		}
+	}
+	ka, err := r.KeyAgreement("x25519")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, peer := range [][]byte{nil, {}, make([]byte, 31), make([]byte, 32)} {
+		if _, err := ka.SharedSecret(peer); err == nil {
+			t.Errorf("SharedSecret(%d bytes of zeros) accepted", len(peer))
+		}
+	}
+	d, err := r.Decapsulator("ml-kem-768")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Decapsulate(nil); err == nil {
+		t.Errorf("Decapsulate(nil) accepted")
 	}
 }

@@ -266,6 +266,35 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
+	t.Run("EmptyAndNil", func(t *testing.T) {
+		if _, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), nil); err == nil {
+			t.Errorf("nil AES key accepted")
+		}
+		for _, ref := range []string{"", "pkcs11:", "file:/etc/passwd", "pkcs11:token=badinput?frobnicate=1"} {
+			if _, err := p.Signer(ctx, ref); err == nil {
+				t.Errorf("Signer(%q) accepted", ref)
+			}
+			if _, err := p.Generate(ctx, ref, ECDSAP256); err == nil {
+				t.Errorf("Generate(%q) accepted", ref)
+			}
+			if _, err := p.Delete(ctx, ref); err == nil {
+				t.Errorf("Delete(%q) accepted", ref)
+			}
+		}
+		if _, err := p.Import(ctx, tok.URI("nilkey"), nil); err == nil {
+			t.Errorf("Import of a nil key accepted")
+		}
+		ka, err := p.NewKeyAgreement(provider.MustLookup("ecdh-p256"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer provider.Release(ka)
+		for _, peer := range [][]byte{nil, {}, {4}, make([]byte, 65)} {
+			if _, err := ka.SharedSecret(peer); err == nil {
+				t.Errorf("SharedSecret(%x) accepted", peer)
+			}
+		}
+	})
 	t.Run("NoKeyNamed", func(t *testing.T) {
 		if _, err := p.Signer(ctx, tok.TokenURI()); err == nil || !strings.Contains(err.Error(), "names no key") {
 			t.Errorf("err = %v", err)
