@@ -89,6 +89,11 @@ type describer interface {
 
 func describeAll(w io.Writer, reg *provider.Registry) {
 	for _, p := range reg.Providers() {
+		if pr, ok := p.(provider.PendingReporter); ok {
+			for _, why := range pr.Pending() {
+				fmt.Fprintf(w, "\n%s: MISSING: %s\n", p.Name(), why)
+			}
+		}
 		if d, ok := p.(describer); ok {
 			fmt.Fprintf(w, "\n%s:\n", p.Name())
 			if err := d.Describe(w); err != nil {
@@ -131,6 +136,9 @@ func printChoice(w io.Writer, ex *provider.Explanation, verbose bool) {
 		return
 	}
 	fmt.Fprintf(w, "  %-22s %-12s %s\n", ex.Algorithm, ex.Chosen, ex.Reason)
+	for _, warn := range ex.Warnings {
+		fmt.Fprintf(w, "      warning: %s\n", warn)
+	}
 	if !verbose {
 		return
 	}
