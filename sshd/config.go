@@ -86,6 +86,10 @@ type Config struct {
 	// above for that connection. An error refuses the connection.
 	PerConnection func(ConnInfo) (*ConnSettings, error)
 
+	// NoLoginRecords turns off the login records (utmp, wtmp, lastlog) a
+	// root server writes for pty sessions, as OpenSSH does.
+	NoLoginRecords bool
+
 	// Separation, when set, runs the server as separate processes
 	// (privilege separation): see the package documentation. Nil serves
 	// everything in this process.
@@ -125,7 +129,7 @@ func (c *Config) settings() (*settings, error) {
 		s.LoginGraceTime = DefaultLoginGraceTime
 	}
 	s.Auth = s.authDefaults(s.Auth)
-	s.Conn = connConfig(s.Conn, s.log)
+	s.Conn = s.connDefaults(s.Conn)
 	if s.MaxStartups == 0 {
 		s.MaxStartups = DefaultMaxStartups
 	}

@@ -71,7 +71,7 @@ func (l *login) settingsFor(user string) (*auth.Config, error) {
 		ac = l.cfg.authDefaults(cs.Auth)
 	}
 	if cs != nil && cs.Conn != nil {
-		l.conn = connConfig(cs.Conn, l.cfg.log)
+		l.conn = l.cfg.connDefaults(cs.Conn)
 	}
 	return ac, nil
 }

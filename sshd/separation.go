@@ -12,6 +12,7 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/preauth"
@@ -99,7 +100,8 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 		},
 		PerConnection: sep.PerConnection, Linger: sep.Linger,
 		Logger: st.log, LogLevel: sep.LogLevel, Metrics: st.Registry.Metrics(), Registry: st.Registry,
-		OnConnEnd: s.connEnded,
+		LoginRecords: loginRecorder(st),
+		OnConnEnd:    s.connEnded,
 	})
 }
 
@@ -171,4 +173,13 @@ func (s *Server) serveSeparated(nc net.Conn) {
 func separable(nc net.Conn) bool {
 	_, ok := nc.(interface{ File() (*os.File, error) })
 	return ok
+}
+
+// loginRecorder is the monitor's writer of login records, nil when they
+// are off.
+func loginRecorder(st *settings) monitor.LoginRecorder {
+	if !st.recordsOn() {
+		return nil
+	}
+	return loginrec.Files{}
 }

@@ -2,7 +2,6 @@ package sshd
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"os/user"
 
@@ -42,13 +41,16 @@ func (s *settings) authDefaults(cfg *auth.Config) *auth.Config {
 
 // connConfig is cfg (or the defaults) logging to log unless it has a
 // logger of its own.
-func connConfig(cfg *connection.Config, log *slog.Logger) *connection.Config {
+func (s *settings) connDefaults(cfg *connection.Config) *connection.Config {
 	var c connection.Config
 	if cfg != nil {
 		c = *cfg
 	}
 	if c.Logger == nil {
-		c.Logger = log
+		c.Logger = s.log
+	}
+	if c.Sessions == nil && s.recordsOn() && s.Separation == nil {
+		c.Sessions = fileRecorder{}
 	}
 	return &c
 }

@@ -274,6 +274,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 		Subsystems:          map[string]string{},
 		ClientAliveInterval: c.ClientAliveInterval,
 		ClientAliveCountMax: c.ClientAliveCountMax,
+		NoLastLog:           !c.PrintLastLog,
 		Logger:              log,
 	}
 	if c.MaxSessions == 0 {

@@ -88,7 +88,7 @@ var keywords = []*keyword{
 	boolKW("PrintMotd", true, func(c *Config) *bool { return &c.PrintMotd }).
 		refused("connection", "printing /etc/motd at login", "no").eg("yes"),
 	boolKW("PrintLastLog", true, func(c *Config) *bool { return &c.PrintLastLog }).
-		refused("lead", "the last-login message", "no").eg("yes"),
+		supported("connection.Config.NoLastLog (the records are the monitor's)").eg("no"),
 	boolKW("X11Forwarding", false, func(c *Config) *bool { return &c.X11Forwarding }).match().
 		refused("connection", "X11 forwarding", "no").eg("yes"),
 	boolKW("X11UseLocalhost", true, func(c *Config) *bool { return &c.X11UseLocalhost }).match().

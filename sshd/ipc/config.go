@@ -33,6 +33,9 @@ type ChildConfig struct {
 	// a program only root may execute can run them) and each drops its
 	// privileges first thing.
 	Identity *sandbox.Identity `json:",omitempty"`
+	// LoginRecords says the monitor writes login records for the
+	// post-auth process's pty sessions.
+	LoginRecords bool `json:",omitempty"`
 }
 
 // Become drops the child's privileges to its configured Identity, if

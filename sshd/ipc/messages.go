@@ -24,19 +24,20 @@ const (
 	TypeAdopt     Type = 4 // Adopt and the socket: an authenticated connection for post-auth
 
 	// Child to monitor.
-	TypeSign      Type = 16 // SignRequest; the reply is an SSH signature blob
-	TypeBegin     Type = 17 // BeginRequest; the reply is BeginReply
-	TypeDecide    Type = 18 // DecideRequest; the reply is a Decision
-	TypeHandoff   Type = 19 // HandoffRequest; the reply is empty
-	TypeConnDone  Type = 20 // ConnDone notification
-	TypeLog       Type = 21 // Log notification
-	TypeReady     Type = 22 // the child is configured and sandboxed (empty)
-	TypeMetrics   Type = 23 // Metrics notification: provider counts since the last
-	TypeAEADNew   Type = 24 // AEADNew; the reply is an AEADHandle
-	TypeAEADSeal  Type = 25 // AEADCall; the reply is the sealed bytes
-	TypeAEADOpen  Type = 26 // AEADCall; the reply is the opened bytes
-	TypeAEADClose Type = 27 // AEADHandle notification
-	TypeRespond   Type = 28 // RespondRequest (keyboard-interactive responses); the reply is a Decision
+	TypeSign        Type = 16 // SignRequest; the reply is an SSH signature blob
+	TypeBegin       Type = 17 // BeginRequest; the reply is BeginReply
+	TypeDecide      Type = 18 // DecideRequest; the reply is a Decision
+	TypeHandoff     Type = 19 // HandoffRequest; the reply is empty
+	TypeConnDone    Type = 20 // ConnDone notification
+	TypeLog         Type = 21 // Log notification
+	TypeReady       Type = 22 // the child is configured and sandboxed (empty)
+	TypeMetrics     Type = 23 // Metrics notification: provider counts since the last
+	TypeAEADNew     Type = 24 // AEADNew; the reply is an AEADHandle
+	TypeAEADSeal    Type = 25 // AEADCall; the reply is the sealed bytes
+	TypeAEADOpen    Type = 26 // AEADCall; the reply is the opened bytes
+	TypeAEADClose   Type = 27 // AEADHandle notification
+	TypeRespond     Type = 28 // RespondRequest (keyboard-interactive responses); the reply is a Decision
+	TypeLoginRecord Type = 29 // LoginRecordRequest; the reply to a login is a LastLogin
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -46,7 +47,7 @@ var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
-	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeReply: "reply",
+	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeReply: "reply",
 }
 
 func (t Type) String() string {
@@ -494,4 +495,52 @@ func ParseLog(p []byte) (*Log, error) {
 	d := newDecoder(p)
 	m := &Log{Level: int8(d.Byte("level")), Msg: d.string("message", maxLogLine), Attrs: d.bytes("attrs", maxLogLine)}
 	return m, d.done(TypeLog)
+}
+
+// LoginRecordRequest asks the monitor to write the login records (utmp,
+// wtmp, lastlog) of a pty session of one of the child's connections, or
+// (Logout) to close them; the reply to a login is a LastLogin. The
+// monitor takes the user and the client's address from its own record of
+// the connection, and checks the terminal belongs to the user.
+type LoginRecordRequest struct {
+	ConnID uint64
+	Logout bool
+	TTY    string // "/dev/pts/N"
+	PID    int32  // the session leader
+}
+
+// Marshal encodes m.
+func (m *LoginRecordRequest) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendBool(b, m.Logout)
+	b = wire.AppendString(b, m.TTY)
+	return wire.AppendUint32(b, uint32(m.PID))
+}
+
+// ParseLoginRecordRequest decodes a LoginRecordRequest.
+func ParseLoginRecordRequest(p []byte) (*LoginRecordRequest, error) {
+	d := newDecoder(p)
+	m := &LoginRecordRequest{ConnID: d.Uint64("conn id"), Logout: d.Bool("logout"), TTY: d.string("tty", maxName)}
+	m.PID = int32(d.Uint32("pid"))
+	return m, d.done(TypeLoginRecord)
+}
+
+// LastLogin is the user's previous login, for PrintLastLog.
+type LastLogin struct {
+	Unix      int64 // seconds; 0 for none
+	Host, TTY string
+}
+
+// Marshal encodes m.
+func (m *LastLogin) Marshal() []byte {
+	b := wire.AppendUint64(nil, uint64(m.Unix))
+	b = wire.AppendString(b, m.Host)
+	return wire.AppendString(b, m.TTY)
+}
+
+// ParseLastLogin decodes a LastLogin.
+func ParseLastLogin(p []byte) (*LastLogin, error) {
+	d := newDecoder(p)
+	m := &LastLogin{Unix: int64(d.Uint64("time")), Host: d.string("host", maxAddr), TTY: d.string("tty", maxName)}
+	return m, d.done(TypeLoginRecord)
 }

@@ -184,3 +184,13 @@ func FuzzAEADCall(f *testing.F) {
 func FuzzAEADHandle(f *testing.F) {
 	fuzzParse(f, &AEADHandle{Handle: 1}, (*AEADHandle).Marshal, ParseAEADHandle)
 }
+
+func TestLoginRecordRoundTrip(t *testing.T) {
+	roundTrip(t, "LoginRecordRequest", &LoginRecordRequest{ConnID: 3, Logout: true, TTY: "/dev/pts/4", PID: 77},
+		(*LoginRecordRequest).Marshal, ParseLoginRecordRequest)
+	roundTrip(t, "LastLogin", &LastLogin{Unix: 1700000000, Host: "192.0.2.1", TTY: "pts/1"}, (*LastLogin).Marshal, ParseLastLogin)
+}
+
+func FuzzLoginRecordRequest(f *testing.F) {
+	fuzzParse(f, &LoginRecordRequest{ConnID: 1, TTY: "/dev/pts/0", PID: 5}, (*LoginRecordRequest).Marshal, ParseLoginRecordRequest)
+}

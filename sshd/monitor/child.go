@@ -44,8 +44,9 @@ type child struct {
 	startErr  error
 	readyOnce sync.Once
 	ready     chan struct{}
-	aeads     aeads // post-auth: AEADs held for it
-	ending    bool  // guarded by m.mu: told to end, or ended
+	aeads     aeads             // post-auth: AEADs held for it
+	identity  *sandbox.Identity // who it runs as; nil: the monitor's own
+	ending    bool              // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
 	exited    chan struct{} // closed when the process has been reaped
 }
@@ -68,6 +69,7 @@ func (c *child) alive() bool {
 // launch starts the child's process as cred (nil: the monitor's identity),
 // sends it cfg and waits until it is ready.
 func (c *child) launch(cfg *ipc.ChildConfig, env []string) error {
+	c.identity = cfg.Identity
 	err := c.start(cfg, env)
 	if err == nil {
 		err = c.waitReady()
@@ -202,7 +204,8 @@ func (c *child) handle(msg *ipc.Message) {
 		c.connDone(msg.Payload)
 	case ipc.TypeMetrics:
 		c.metrics(msg.Payload)
-	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal, ipc.TypeAEADOpen:
+	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal,
+		ipc.TypeAEADOpen, ipc.TypeLoginRecord:
 		c.request(msg)
 	case ipc.TypeAEADClose:
 		if h, err := ipc.ParseAEADHandle(msg.Payload); err == nil {

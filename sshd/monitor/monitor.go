@@ -53,6 +53,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
@@ -107,6 +108,9 @@ type Config struct {
 	// Registry serves the AEADs Transport.Remote names to post-auth
 	// processes (bulk crypto on a token).
 	Registry *provider.Registry
+	// LoginRecords, when set, writes the login records of the post-auth
+	// processes' pty sessions.
+	LoginRecords LoginRecorder
 	// OnConnEnd, when set, is called once for each connection that ends.
 	OnConnEnd func(ConnEnd)
 }
@@ -236,7 +240,8 @@ type mconn struct {
 	// several at once) and closed once: lmu guards login and loginDone.
 	lmu       sync.Mutex
 	loginDone bool
-	ctx       context.Context // ends with the connection: bounds its decisions
+	ttys      map[string]loginrec.Record // pty sessions with login records, guarded by Monitor.mu
+	ctx       context.Context            // ends with the connection: bounds its decisions
 	cancel    context.CancelFunc
 }
 
@@ -353,6 +358,9 @@ func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
 		m.maybeIdle(owner)
 	}
 	c.cancel() // a decision in progress returns
+	if m.cfg.LoginRecords != nil {
+		m.logoutAll(c)
+	}
 	go m.ended(c, out, err)
 }
 

@@ -116,7 +116,7 @@ func (m *Monitor) launchPost(p *child) {
 		return
 	}
 	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user,
-		Metrics: m.cfg.Metrics != nil, Identity: id}
+		Metrics: m.cfg.Metrics != nil, Identity: id, LoginRecords: m.cfg.LoginRecords != nil}
 	if err := p.launch(cfg, postEnv); err != nil {
 		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
 		m.dropPost(p)

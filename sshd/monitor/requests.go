@@ -37,6 +37,8 @@ func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
 		return m.newAEAD(c, msg.Payload)
 	case ipc.TypeAEADSeal, ipc.TypeAEADOpen:
 		return m.aeadCall(c, msg.Type, msg.Payload)
+	case ipc.TypeLoginRecord:
+		return m.loginRecord(c, msg.Payload)
 	case ipc.TypeBegin:
 		return m.begin(c, msg.Payload)
 	case ipc.TypeDecide:

@@ -201,6 +201,9 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		return err
 	}
 	cfg.Logger = log
+	if p.cfg.LoginRecords {
+		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
+	}
 	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.cfg.Transport.HostKeyProvenance}})
 	if err != nil {
 		return err

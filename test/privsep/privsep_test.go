@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/internal/testenv"
+	"github.com/offload/offload/sshd/loginrec"
 )
 
 // TestSessionRunsAsTheUser: a session has the user's uid, gid and
@@ -337,4 +338,67 @@ func TestAuthorizedKeysReadAsTheUser(t *testing.T) {
 	if !strings.Contains(d.log.String(), "permission denied") {
 		t.Fatal("the refusal to read the file was not logged")
 	}
+}
+
+// TestLoginRecordsFromThePostauthProcess: a pty session of the separated
+// server has its utmp and wtmp entries (written by the monitor, which
+// alone may), shown by `who` inside the session, and the wtmp logout when
+// it ends; the next login prints the last one.
+func TestLoginRecordsFromThePostauthProcess(t *testing.T) {
+	if _, err := os.Stat(loginrec.UtmpFile); err != nil {
+		if f, err := os.OpenFile(loginrec.UtmpFile, os.O_CREATE|os.O_WRONLY, 0o664); err == nil {
+			f.Close() // systemd-tmpfiles makes it at boot; this container did not
+		}
+	}
+	wtmpBefore := fileSize(loginrec.WtmpFile)
+	d := startDaemon(t, nil)
+	a := newAccount(t)
+	out := d.mustSSH(a, "tty; who", "RequestTTY=force")
+	lines := strings.Fields(out)
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "/dev/pts/") {
+		t.Fatalf("session output %q", out)
+	}
+	tty := strings.TrimPrefix(lines[0], "/dev/")
+	if !strings.Contains(out, a.Username) || !strings.Contains(out, tty) {
+		t.Fatalf("who inside the session does not list %s on %s: %q", a.Username, tty, out)
+	}
+	var login, logout bool
+	waitFor(t, "the wtmp logout", func() bool {
+		for _, e := range wtmpSince(t, wtmpBefore) {
+			login = login || (e.Type == 7 && e.User == a.Username && e.Line == tty && e.Host == "127.0.0.1")
+			logout = logout || (e.Type == 8 && e.Line == tty)
+		}
+		return login && logout
+	})
+	// An interactive login (a shell, no command) prints the last login.
+	args := []string{"-tt", "-p", d.port, "-i", a.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", a.Username + "@127.0.0.1"}
+	shell := exec.Command("ssh", args...)
+	shell.Stdin = strings.NewReader("exit\n")
+	out2, _ := shell.CombinedOutput()
+	if !strings.Contains(string(out2), "Last login:") || !strings.Contains(string(out2), "from 127.0.0.1") {
+		t.Fatalf("the interactive login did not print the last one: %q", out2)
+	}
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func wtmpSince(t *testing.T, off int64) []*loginrec.Entry {
+	b, err := os.ReadFile(loginrec.WtmpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*loginrec.Entry
+	for i := off - off%384; i+384 <= int64(len(b)); i += 384 {
+		if e, err := loginrec.Unmarshal(b[i : i+384]); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
 }
