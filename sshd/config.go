@@ -42,6 +42,9 @@ type Config struct {
 	// HostCertificates are host certificates of HostKeys (or of keys a
 	// HostKeySigner holds), offered with their -cert-v01 algorithms.
 	HostCertificates []*ssh.Certificate
+	// CipherSelection is transport.SelectionClient (default) or
+	// transport.SelectionMeasured.
+	CipherSelection string
 	// ModuliFile holds the groups of diffie-hellman-group-exchange-sha256
 	// (default transport.DefaultModuliFile).
 	ModuliFile string
@@ -151,8 +154,9 @@ func (s *settings) transportConfig() *transport.Config {
 		Registry: s.Registry, HostKeys: s.HostKeys,
 		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
 		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile, HostCertificates: s.HostCertificates,
-		ServerSigAlgs: serverSigAlgs(s.Auth),
-		Version:       s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
+		CipherSelection: s.CipherSelection,
+		ServerSigAlgs:   serverSigAlgs(s.Auth),
+		Version:         s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
 		KexTimeout: s.KexTimeout,
 		Logger:     s.log,
 	}

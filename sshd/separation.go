@@ -93,6 +93,8 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 			RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
 			Mode: st.Registry.Policy().Mode.String(), Pins: pins, Remote: remote,
 			HostKeyProvenance: hostKeyProvenance(signer, pubs),
+			HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
+			CipherScores: tr.CipherScores(),
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID []byte, local, remote net.Addr) (monitor.Login, error) {
@@ -182,4 +184,12 @@ func loginRecorder(st *settings) monitor.LoginRecorder {
 		return nil
 	}
 	return loginrec.Files{}
+}
+
+func marshalCerts(certs []*ssh.Certificate) [][]byte {
+	var out [][]byte
+	for _, c := range certs {
+		out = append(out, c.Marshal())
+	}
+	return out
 }

@@ -59,7 +59,10 @@ type TransportConfig struct {
 	RekeyBytes                uint64
 	RekeyInterval, KexTimeout time.Duration
 	HostPublicKeys            [][]byte // SSH wire format
-	Mode                      string   // provider.Mode
+	HostCertificates          [][]byte // OpenSSH host certificates, wire format
+	CipherSelection           string   // transport.Config.CipherSelection
+	CipherScores              map[string]float64
+	Mode                      string // provider.Mode
 	Pins                      map[string]string
 	// Remote maps AEAD algorithms to the monitor's provider that serves
 	// them (a token): the child reaches it through the monitor.
@@ -101,6 +104,16 @@ func (t *TransportConfig) Build(peer *Peer, log *slog.Logger, metrics *provider.
 		Registry: reg, Ciphers: t.Ciphers, MACs: t.MACs, KexAlgorithms: t.KexAlgorithms,
 		HostKeyAlgorithms: t.HostKeyAlgorithms, ServerSigAlgs: t.ServerSigAlgs, Version: t.Version,
 		RekeyBytes: t.RekeyBytes, RekeyInterval: t.RekeyInterval, KexTimeout: t.KexTimeout, Logger: log,
+		CipherSelection: t.CipherSelection, CipherScores: t.CipherScores,
+	}
+	for i, b := range t.HostCertificates {
+		pub, err := ssh.ParsePublicKey(b)
+		cert, ok := pub.(*ssh.Certificate)
+		if err != nil || !ok {
+			reg.Close()
+			return nil, nil, fmt.Errorf("ipc: host certificate %d: not a certificate (%v)", i, err)
+		}
+		cfg.HostCertificates = append(cfg.HostCertificates, cert)
 	}
 	for i, b := range t.HostPublicKeys {
 		pub, err := ssh.ParsePublicKey(b)

@@ -1,11 +1,5 @@
 package transport
 
-import (
-	"slices"
-
-	"github.com/offload/offload/provider"
-)
-
 // cipherSpec is one row of the SSH cipher table: the SSH name, the
 // registry algorithms it is assembled from and its sizes on the wire.
 type cipherSpec struct {
@@ -203,51 +197,9 @@ func DefaultHostKeyAlgorithms() []string {
 	return defaults(hostKeyTable, func(h *hostKeySpec) bool { return h.onByDefault }, func(h *hostKeySpec) string { return h.name })
 }
 
-// DefaultCiphers returns the default cipher offer for reg: AES-GCM first
-// only when the AES-GCM that would serve is at least as fast as
-// ChaCha20-Poly1305 by the registry's measurement (or, unmeasured, when it
-// runs on AES instructions or hardware); ChaCha20-Poly1305 first otherwise.
-func DefaultCiphers(reg *provider.Registry) []string {
-	on := defaults(cipherTable, func(c *cipherSpec) bool { return c.onByDefault }, func(c *cipherSpec) string { return c.name })
-	if !gcmIsFast(reg) {
-		return on
-	}
-	chacha := findCipher("chacha20-poly1305@openssh.com").name
-	i := slices.Index(on, chacha)
-	if i < 0 {
-		return on
-	}
-	out := slices.Delete(slices.Clone(on), i, i+1)
-	// Put chacha20-poly1305 after the GCM entries.
-	j := 0
-	for j < len(out) && findCipher(out[j]).aead != "" {
-		j++
-	}
-	return slices.Insert(out, j, chacha)
-}
-
-// gcmIsFast compares the measured speed of the provider that would serve
-// aes128-gcm with that of chacha20-poly1305. Without a calibrator it
-// trusts AES on CPU instructions.
-func gcmIsFast(reg *provider.Registry) bool {
-	if reg == nil {
-		return false
-	}
-	if reg.Calibrator() != nil {
-		g, gerr := reg.Measure("aes128-gcm")
-		c, cerr := reg.Measure("chacha20-poly1305")
-		if gerr == nil && cerr == nil {
-			return g.Score() >= c.Score()
-		}
-	}
-	gcm, err := reg.Explain("aes128-gcm")
-	if err != nil {
-		return false
-	}
-	for _, c := range gcm.Candidates {
-		if c.Provider == gcm.Chosen {
-			return c.Kind == provider.KindCPU
-		}
-	}
-	return false
+// DefaultCiphers is the default cipher offer, in table order. In SSH the
+// client's order decides, so the server's order changes nothing; what
+// can steer the choice is CipherSelection "measured" (selection.go).
+func DefaultCiphers() []string {
+	return defaults(cipherTable, func(c *cipherSpec) bool { return c.onByDefault }, func(c *cipherSpec) string { return c.name })
 }

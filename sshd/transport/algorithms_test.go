@@ -42,8 +42,7 @@ func TestTablesMatchCatalog(t *testing.T) {
 			}
 		}
 	}
-	reg := testRegistry(t)
-	for _, list := range [][]string{DefaultKex(), DefaultMACs(), DefaultHostKeyAlgorithms(), DefaultCiphers(reg)} {
+	for _, list := range [][]string{DefaultKex(), DefaultMACs(), DefaultHostKeyAlgorithms(), DefaultCiphers()} {
 		for _, n := range list {
 			if findKex(n) == nil && findMAC(n) == nil && findHostKey(n) == nil && findCipher(n) == nil {
 				t.Errorf("default %q is not in any table", n)
@@ -65,12 +64,15 @@ func registryWith(t *testing.T, f cpu.Features, cal *provider.Calibrator) *provi
 	return reg
 }
 
-// TestDefaultCipherOrder forces the CPU probe both ways, without
+// TestMeasuredSelection forces the CPU probe both ways, without
 // measurements, with real ones (software AES against ChaCha20 differ
 // fifteenfold, which no load hides) and with recorded ones, including
-// AES instructions measured slower than ChaCha20: then ChaCha20 leads.
-func TestDefaultCipherOrder(t *testing.T) {
+// AES instructions measured slower than ChaCha20: the measured offer to
+// an OpenSSH client (chacha20-poly1305 first) leads with the fast cipher
+// and never lists none the client accepts.
+func TestMeasuredSelection(t *testing.T) {
 	aes := cpu.Features{Arch: "amd64", AES: true, CLMUL: true}
+	openssh := []string{"chacha20-poly1305@openssh.com", "aes128-ctr", "aes192-ctr", "aes256-ctr", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com"}
 	for _, tc := range []struct {
 		name      string
 		f         cpu.Features
@@ -92,20 +94,25 @@ func TestDefaultCipherOrder(t *testing.T) {
 			reg := registryWith(t, tc.f, cal)
 			if tc.gcm > 0 {
 				record(t, reg, "aes128-gcm", tc.gcm)
+				record(t, reg, "aes256-gcm", tc.gcm)
 				record(t, reg, "chacha20-poly1305", tc.chch)
 			}
-			got := DefaultCiphers(reg)
+			offer := DefaultCiphers()
+			got := selectCiphers(offer, openssh, cipherScores(reg, offer))
 			want := "chacha20-poly1305@openssh.com"
 			if tc.gcmFirst {
 				want = "aes128-gcm@openssh.com"
 			}
-			if got[0] != want {
-				t.Fatalf("offer %v, want %s first", got, want)
+			if chosen, _ := choose(openssh, got); chosen != want {
+				t.Fatalf("measured offer %v: the client picks %s, want %s", got, chosen, want)
 			}
-			if len(got) != len(SupportedCiphers()) {
-				t.Fatalf("offer %v lost a cipher", got)
+			if n, _, _ := negotiateCipher(openssh, got, []string{"hmac-sha2-256-etm@openssh.com"}, DefaultMACs()); n == nil {
+				t.Fatal("no common cipher with the measured offer")
 			}
 		})
+	}
+	if got := selectCiphers(DefaultCiphers(), []string{"3des-cbc"}, nil); len(got) != len(DefaultCiphers()) {
+		t.Errorf("a client accepting none of ours gets %v", got)
 	}
 }
 

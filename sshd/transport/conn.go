@@ -60,9 +60,14 @@ type Conn struct {
 	kexPending bool   // our KEXINIT is sent; ordinary writes queue
 	ourInit    []byte // our KEXINIT payload for the exchange in progress
 	queue      [][]byte
-	queueBytes int
-	rLimit     uint64 // read bytes allowed under the current keys
-	wLimit     uint64
+	// clientCiphers is the client's last encryption_algorithms_client_to_server,
+	// which a measured offer is chosen from; kexInitTimer sends our first
+	// KEXINIT when the client's is late.
+	clientCiphers []string
+	kexInitTimer  *time.Timer
+	queueBytes    int
+	rLimit        uint64 // read bytes allowed under the current keys
+	wLimit        uint64
 
 	rekeyDue  atomic.Bool
 	kexTimer  *time.Timer

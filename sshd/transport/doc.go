@@ -98,10 +98,12 @@
 // The algorithms are one table per kind, as data (algorithms.go), with the
 // defaults marked in the table. Algorithms exports the rows (kind, name,
 // default, registry primitives) for the configuration and explanations,
-// so no other package repeats them. The default cipher order follows the
-// registry: AES-GCM first only when the AES-GCM that would serve measures
-// at least as fast as ChaCha20-Poly1305 (or, unmeasured, runs on CPU
-// instructions).
+// so no other package repeats them. The cipher offer is in table order:
+// the client's order picks the cipher, so a server's order changes
+// nothing. Config.CipherSelection "measured" steers instead: the first
+// KEXINIT waits for the client's (at most 250 ms) and lists only the
+// ciphers the client accepts that measure within 80% of the fastest of
+// them (selection.go), never none; re-exchanges use the client's last list.
 //
 // # Use
 //

@@ -48,11 +48,15 @@ func (c *Conn) handshake() error {
 	}
 	c.qa.ack()
 	c.magic.vC = v
-	c.wmu.Lock()
-	err = c.sendKexInitLocked()
-	c.wmu.Unlock()
-	if err != nil {
-		return err
+	if c.srv.selection == SelectionMeasured {
+		c.waitForClientKexInit() // our KEXINIT follows the client's
+	} else {
+		c.wmu.Lock()
+		err = c.sendKexInitLocked()
+		c.wmu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
 	for c.kexCount == 0 {
 		p, err := c.read()
@@ -75,7 +79,7 @@ func (c *Conn) sendKexInitLocked() error {
 	m := &kexInitMsg{
 		kex:       slices.Clone(c.srv.offer.kex),
 		hostKey:   c.srv.offer.hostKeys,
-		ciphersCS: c.srv.offer.ciphers, ciphersSC: c.srv.offer.ciphers,
+		ciphersCS: c.cipherOfferLocked(), ciphersSC: c.cipherOfferLocked(),
 		macsCS: c.srv.offer.macs, macsSC: c.srv.offer.macs,
 		compCS: []string{compressionNone}, compSC: []string{compressionNone},
 	}
@@ -94,10 +98,12 @@ func (c *Conn) sendKexInitLocked() error {
 }
 
 // ensureKexInit returns our KEXINIT for this exchange, sending it now when
-// the client started the exchange.
-func (c *Conn) ensureKexInit() ([]byte, error) {
+// the client started the exchange; clientCiphers is the client's list,
+// which a measured offer is chosen from.
+func (c *Conn) ensureKexInit(clientCiphers []string) ([]byte, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.clientCiphers = clientCiphers
 	if err := c.sendKexInitLocked(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -394,4 +395,45 @@ func TestLibssh2OfferOnDefaults(t *testing.T) {
 	c.send(ki.marshal())
 	c.send(x25519Init(t))
 	c.expect(wire.MsgKexECDHReply)
+}
+
+// TestMeasuredSelectionServer: a measured server's first KEXINIT follows
+// the client's and lists only fast ciphers the client accepts; a client
+// that waits for the server's KEXINIT first gets the full one in time.
+func TestMeasuredSelectionServer(t *testing.T) {
+	ts := newTestServer(t, &Config{CipherSelection: SelectionMeasured})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	ki := clientKexInit("curve25519-sha256")
+	ki.ciphersCS = []string{"chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com", "aes128-ctr"}
+	ki.ciphersSC = ki.ciphersCS
+	c.send(ki.marshal())
+	si, err := parseKexInit(bytes.Clone(c.expect(wire.MsgKexInit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := selectCiphers(ts.srv.offer.ciphers, ki.ciphersCS, ts.srv.scores)
+	if strings.Join(si.ciphersCS, ",") != strings.Join(want, ",") || len(si.ciphersCS) == 0 {
+		t.Errorf("server offers %v, want the measured %v", si.ciphersCS, want)
+	}
+	for _, n := range si.ciphersCS {
+		if !slices.Contains(ki.ciphersCS, n) {
+			t.Errorf("measured offer lists %s, which the client does not accept", n)
+		}
+	}
+	// A client that waits for the server's KEXINIT.
+	w := dialRaw(t, ts)
+	w.version("SSH-2.0-waits\r\n")
+	start := time.Now()
+	p := w.expect(wire.MsgKexInit)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("server KEXINIT after %v", d)
+	}
+	full, _ := parseKexInit(p)
+	if len(full.ciphersCS) != len(ts.srv.offer.ciphers) {
+		t.Errorf("fallback KEXINIT lists %v", full.ciphersCS)
+	}
+	w.send(clientKexInit("curve25519-sha256").marshal())
+	w.send(x25519Init(t))
+	w.expect(wire.MsgKexECDHReply)
 }

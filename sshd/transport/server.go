@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -33,12 +34,23 @@ type Config struct {
 	// when empty).
 	Profile Profile
 
-	Ciphers           []string // default: DefaultCiphers(Registry)
+	Ciphers           []string // default: DefaultCiphers()
 	MACs              []string // default: Profile.Defaults(KindMAC)
 	KexAlgorithms     []string // default: Profile.Defaults(KindKex)
 	HostKeyAlgorithms []string // default: Profile.Defaults(KindHostKey)
 	// ServerSigAlgs is announced in EXT_INFO; default DefaultServerSigAlgs.
 	ServerSigAlgs []string
+
+	// CipherSelection is SelectionClient (the default: our KEXINIT goes
+	// out at once and the client's order picks among every cipher we
+	// list) or SelectionMeasured (our first KEXINIT waits for the
+	// client's and lists only the accepted ciphers that measure fast
+	// here; selection.go).
+	CipherSelection string
+	// CipherScores, when set, are the measured speeds SelectionMeasured
+	// uses instead of asking the registry (a sandboxed process is given
+	// the monitor's: Server.CipherScores).
+	CipherScores map[string]float64
 
 	// ModuliFile holds the groups of diffie-hellman-group-exchange-sha256
 	// (moduli(5)); default DefaultModuliFile. Read by NewServer when that
@@ -89,13 +101,17 @@ type Server struct {
 	signer      HostKeySigner // of HostKeys; nil when there are none
 	offer       offer
 	moduli      []modulus
-	sigAlgs     []string
-	version     []byte
-	rekeyB      uint64
-	rekeyT      time.Duration
-	kexT        time.Duration
-	rand        io.Reader
-	log         *slog.Logger
+	// selection is CipherSelection; scores the measured speed of each
+	// offered cipher, for SelectionMeasured.
+	selection string
+	scores    map[string]float64
+	sigAlgs   []string
+	version   []byte
+	rekeyB    uint64
+	rekeyT    time.Duration
+	kexT      time.Duration
+	rand      io.Reader
+	log       *slog.Logger
 }
 
 // offer is the server's algorithm lists.
@@ -125,6 +141,15 @@ func NewServer(cfg *Config) (*Server, error) {
 	s.offer.hostKeys = s.offer.hostKeys[:0]
 	for _, hk := range s.hostKeys {
 		s.offer.hostKeys = append(s.offer.hostKeys, hk.alg)
+	}
+	if s.selection, err = checkSelection(cfg.CipherSelection); err != nil {
+		return nil, err
+	}
+	if s.selection == SelectionMeasured {
+		s.scores = cfg.CipherScores
+		if s.scores == nil {
+			s.scores = cipherScores(s.reg, s.offer.ciphers)
+		}
 	}
 	if err := s.loadModuli(cfg); err != nil {
 		return nil, err
@@ -179,7 +204,7 @@ func (s *Server) setOffer(cfg *Config) error {
 		macs:     orList(cfg.MACs, prof.Defaults(KindMAC)),
 	}
 	if s.offer.ciphers == nil {
-		s.offer.ciphers = DefaultCiphers(cfg.Registry)
+		s.offer.ciphers = DefaultCiphers()
 	}
 	checks := []struct {
 		what  string
@@ -298,3 +323,8 @@ func (s *Server) loadModuli(cfg *Config) error {
 	s.moduli = groups
 	return nil
 }
+
+// CipherScores returns the measured speed of each offered cipher that a
+// SelectionMeasured server steers by (nil otherwise), to hand to another
+// process's Config.CipherScores.
+func (s *Server) CipherScores() map[string]float64 { return maps.Clone(s.scores) }
