@@ -122,6 +122,8 @@ func (r *RemoteProvider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AE
 	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg}, nil
 }
 
+var _ provider.FallibleAEAD = (*remoteAEAD)(nil)
+
 // remoteAEAD is an AEAD held by the monitor.
 type remoteAEAD struct {
 	peer   *Peer
@@ -141,6 +143,21 @@ func (a *remoteAEAD) Seal(dst, nonce, plaintext, ad []byte) []byte {
 		panic(fmt.Errorf("ipc: seal through the monitor: %w", err))
 	}
 	return append(dst, out...)
+}
+
+// SealErr is Seal reporting a failure as an error (provider.FallibleAEAD),
+// which the transport uses.
+func (a *remoteAEAD) SealErr(dst, nonce, plaintext, ad []byte) ([]byte, error) {
+	out, err := a.call(TypeAEADSeal, nonce, ad, plaintext)
+	if err != nil {
+		return nil, fmt.Errorf("ipc: seal through the monitor: %w", err)
+	}
+	return append(dst, out...), nil
+}
+
+// OpenErr is Open (provider.FallibleAEAD).
+func (a *remoteAEAD) OpenErr(dst, nonce, ciphertext, ad []byte) ([]byte, error) {
+	return a.Open(dst, nonce, ciphertext, ad)
 }
 
 func (a *remoteAEAD) Open(dst, nonce, ciphertext, ad []byte) ([]byte, error) {

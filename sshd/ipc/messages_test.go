@@ -154,7 +154,7 @@ func FuzzMetrics(f *testing.F) {
 
 func TestMetricsRoundTrip(t *testing.T) {
 	roundTrip(t, "Metrics", &Metrics{Samples: []provider.Sample{{Provider: "cpu", Algorithm: "aes128-gcm", Op: "seal",
-		Ops: 3, Bytes: 4096, Errors: 1, Latency: 5}}}, (*Metrics).Marshal, ParseMetrics)
+		Ops: 3, Bytes: 4096, Errors: 1, Timed: 2, Latency: 5, Buckets: []uint64{1, 0, 1}}}}, (*Metrics).Marshal, ParseMetrics)
 	sink := provider.NewMetrics()
 	(&Metrics{Samples: []provider.Sample{{Provider: "cpu", Algorithm: "aes128-gcm", Op: "seal", Ops: 3, Bytes: 4096},
 		{Provider: "cpu", Algorithm: "x", Op: "no-such-op", Ops: 1}}}).Add(sink)

@@ -12,8 +12,11 @@ import (
 // MetricsInterval is how often a child sends what its providers counted.
 const MetricsInterval = 10 * time.Second
 
-// maxSamples bounds one Metrics message.
-const maxSamples = 256
+// Bounds of one Metrics message.
+const (
+	maxSamples = 256
+	maxBuckets = 64
+)
 
 // Metrics carries what a child's providers counted since its last
 // Metrics: the monitor adds it to its own, so that one metrics endpoint
@@ -29,8 +32,12 @@ func (m *Metrics) Marshal() []byte {
 		for _, v := range []string{s.Provider, s.Algorithm, s.Op} {
 			b = wire.AppendString(b, v)
 		}
-		for _, v := range []uint64{s.Ops, s.Bytes, s.Errors, uint64(s.Latency)} {
+		for _, v := range []uint64{s.Ops, s.Bytes, s.Errors, s.Timed, uint64(s.Latency)} {
 			b = wire.AppendUint64(b, v)
+		}
+		b = wire.AppendUint32(b, uint32(len(s.Buckets)))
+		for _, n := range s.Buckets {
+			b = wire.AppendUint64(b, n)
 		}
 	}
 	return b
@@ -47,36 +54,32 @@ func ParseMetrics(p []byte) (*Metrics, error) {
 	for i := uint32(0); i < n && d.Err() == nil && d.err == nil; i++ {
 		s := provider.Sample{Provider: d.string("provider", maxName), Algorithm: d.string("algorithm", maxName),
 			Op: d.string("op", maxName)}
-		s.Ops, s.Bytes, s.Errors = d.Uint64("ops"), d.Uint64("bytes"), d.Uint64("errors")
+		s.Ops, s.Bytes, s.Errors, s.Timed = d.Uint64("ops"), d.Uint64("bytes"), d.Uint64("errors"), d.Uint64("timed")
 		s.Latency = time.Duration(d.Uint64("latency"))
+		s.Buckets = d.buckets()
 		m.Samples = append(m.Samples, s)
 	}
 	return m, d.done(TypeMetrics)
+}
+
+func (d *decoder) buckets() []uint64 {
+	n := d.Uint32("buckets")
+	if n > maxBuckets && d.err == nil {
+		d.err = fmt.Errorf("ipc: %d latency buckets, at most %d", n, maxBuckets)
+	}
+	var out []uint64
+	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
+		out = append(out, d.Uint64("bucket"))
+	}
+	return out
 }
 
 // Add adds the samples to sink; samples naming an unknown operation are
 // skipped.
 func (m *Metrics) Add(sink *provider.Metrics) {
 	for _, s := range m.Samples {
-		op, ok := parseOp(s.Op)
-		if !ok {
-			continue
-		}
-		c := sink.Counter(s.Provider, s.Algorithm, op)
-		c.Ops.Add(s.Ops)
-		c.Bytes.Add(s.Bytes)
-		c.Errors.Add(s.Errors)
-		c.Latency.Add(int64(s.Latency))
+		sink.Add(s)
 	}
-}
-
-func parseOp(name string) (provider.Op, bool) {
-	for op := provider.OpSeal; op <= provider.OpGenerate; op <<= 1 {
-		if op.String() == name {
-			return op, true
-		}
-	}
-	return 0, false
 }
 
 // MetricsReporter sends a child's counts to the monitor as deltas.
@@ -114,9 +117,7 @@ func (r *MetricsReporter) Flush() {
 	var out Metrics
 	for _, s := range r.m.Snapshot() {
 		k := [3]string{s.Provider, s.Algorithm, s.Op}
-		last := r.sent[k]
-		d := provider.Sample{Provider: s.Provider, Algorithm: s.Algorithm, Op: s.Op, Ops: s.Ops - last.Ops,
-			Bytes: s.Bytes - last.Bytes, Errors: s.Errors - last.Errors, Latency: s.Latency - last.Latency}
+		d := s.Sub(r.sent[k])
 		r.sent[k] = s
 		if d.Ops+d.Errors > 0 && len(out.Samples) < maxSamples {
 			out.Samples = append(out.Samples, d)

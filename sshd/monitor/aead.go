@@ -105,15 +105,10 @@ func (m *Monitor) aeadCall(c *child, t ipc.Type, p []byte) (out []byte, err erro
 	if len(req.Nonce) != a.NonceSize() {
 		return nil, fmt.Errorf("monitor: nonce of %d bytes, want %d", len(req.Nonce), a.NonceSize())
 	}
-	defer func() {
-		if r := recover(); r != nil { // a provider that fails mid-packet
-			out, err = nil, fmt.Errorf("monitor: provider failed: %v", r)
-		}
-	}()
 	if t == ipc.TypeAEADSeal {
-		return a.Seal(nil, req.Nonce, req.Data, req.AD), nil
+		return provider.Seal(a, nil, req.Nonce, req.Data, req.AD) // a device fault is an error, not a panic
 	}
-	if out, err = a.Open(nil, req.Nonce, req.Data, req.AD); err != nil {
+	if out, err = provider.Open(a, nil, req.Nonce, req.Data, req.AD); err != nil {
 		return nil, errAEADFailed
 	}
 	return out, nil
