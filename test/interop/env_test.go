@@ -17,6 +17,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -253,9 +254,32 @@ func (e *env) tokenHostKeys(t *testing.T) {
 	}
 }
 
+const certSuffix = "-cert-v01@openssh.com"
+
+// hostCert certifies k as a host key for 127.0.0.1, signed by a CA made
+// for the test.
+func hostCert(k crypto.Signer) (*ssh.Certificate, error) {
+	_, caKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := ssh.NewSignerFromSigner(caKey)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := ssh.NewPublicKey(k.Public())
+	if err != nil {
+		return nil, err
+	}
+	c := &ssh.Certificate{Key: pub, CertType: ssh.HostCert, KeyId: "interop", ValidPrincipals: []string{"127.0.0.1"},
+		ValidBefore: ssh.CertTimeInfinity}
+	return c, c.SignCert(rand.Reader, ca)
+}
+
 // keyFor returns the signer among keys whose SSH type can make the
 // host-key signature algorithm alg.
 func keyFor(keys []crypto.Signer, alg string) (crypto.Signer, error) {
+	alg = strings.TrimSuffix(alg, certSuffix)
 	want := alg
 	if alg == "rsa-sha2-256" || alg == "rsa-sha2-512" {
 		want = ssh.KeyAlgoRSA

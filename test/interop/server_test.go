@@ -108,6 +108,13 @@ func (e *env) startServer(t *testing.T, c cell) *server {
 			t.Fatal(err)
 		}
 		cfg.HostKeys = []crypto.Signer{k}
+		if strings.HasSuffix(c.hostKeyAlg, certSuffix) {
+			cert, err := hostCert(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.HostCertificates = []*ssh.Certificate{cert}
+		}
 	}
 	if c.serverRekey {
 		cfg.RekeyLimit = rekeyBytes
