@@ -8,6 +8,7 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/pam"
 )
 
 // ConnInfo is what the settings of a connection may depend on (the
@@ -30,6 +31,7 @@ type ConnSettings struct {
 // in-process auth.Authority with them. It is the monitor's Login in the
 // separated mode and the Authority of the in-process mode.
 type login struct {
+	auth          *auth.Config // the settings Begin chose
 	cfg           *settings
 	sessionID     []byte
 	local, remote net.Addr
@@ -51,6 +53,7 @@ func (l *login) Begin(ctx context.Context, user, service string) (string, error)
 	if err != nil {
 		return "", err
 	}
+	l.auth = ac
 	if l.inner, err = auth.NewAuthority(ac, l.sessionID, l.remote); err != nil {
 		return "", err
 	}
@@ -109,6 +112,16 @@ func (l *login) Close() error {
 		return c.Close()
 	}
 	return nil
+}
+
+// PAMSession selects the PAM session of the user's processes: the PAM
+// service of the login's settings when UsePAM (monitor.PAMSessioner).
+func (l *login) PAMSession() *pam.Config {
+	if l.auth == nil || !l.auth.UsePAM || !pam.Available {
+		return nil
+	}
+	c := l.auth.PAM
+	return &c
 }
 
 // Settings returns the connection layer's settings fixed by Begin.

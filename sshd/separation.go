@@ -66,6 +66,8 @@ func RunChild() {
 		os.Exit(preauth.Main())
 	case ipc.RolePostauth:
 		os.Exit(postauth.Main())
+	case ipc.RoleSession:
+		os.Exit(postauth.SessionMain())
 	}
 }
 

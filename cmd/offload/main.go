@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
 	"syscall"
 
@@ -46,6 +47,12 @@ var commands = map[string]command{
 	"version":     {cmdVersion, "print the version and build"},
 	"sftp-server": {cmdSFTPServer, "serve SFTP on stdin/stdout as sftp-server(8) (the internal-sftp helper)"},
 }
+
+// init keeps the main goroutine on the main thread: a PAM session keeper
+// (a child of offload sshd) opens the session there, because
+// pam_loginuid writes /proc/self/loginuid, which only the main thread
+// may, and it must start the user's process from that thread.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	sshd.RunChild() // a child process of offload sshd (privilege separation) runs its role and exits

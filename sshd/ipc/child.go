@@ -24,6 +24,7 @@ const (
 const (
 	RolePreauth  = "preauth"
 	RolePostauth = "postauth"
+	RoleSession  = "session" // the root PAM session keeper of a post-auth process
 )
 
 // configTimeout bounds the wait for the monitor's first message.

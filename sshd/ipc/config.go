@@ -36,6 +36,15 @@ type ChildConfig struct {
 	// LoginRecords says the monitor writes login records for the
 	// post-auth process's pty sessions.
 	LoginRecords bool `json:",omitempty"`
+	// PAM, for a session keeper (RoleSession), is the PAM session to
+	// open before it starts the post-auth process.
+	PAM *PAMSession `json:",omitempty"`
+}
+
+// PAMSession selects the PAM session of a user's post-auth process.
+type PAMSession struct {
+	Service, ConfDir string
+	RemoteHost       string // the first connection's client address (PAM_RHOST)
 }
 
 // Become drops the child's privileges to its configured Identity, if

@@ -45,6 +45,7 @@ type child struct {
 	readyOnce sync.Once
 	ready     chan struct{}
 	aeads     aeads             // post-auth: AEADs held for it
+	keeper    *ipc.ChildConfig  // post-auth with a PAM session: the root keeper's settings
 	identity  *sandbox.Identity // who it runs as; nil: the monitor's own
 	ending    bool              // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
@@ -88,7 +89,18 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 		return err
 	}
 	defer sock.Close()
-	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: []*os.File{sock},
+	files := []*os.File{sock}
+	var ctl *os.File
+	if c.keeper != nil { // fd 3: the keeper's socket; fd 4: the post-auth process's
+		var kc *os.File
+		if ctl, kc, err = ipc.Pair(); err != nil {
+			parent.Close()
+			return err
+		}
+		defer kc.Close()
+		files = []*os.File{kc, sock}
+	}
+	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: files,
 		Env:         append([]string{ipc.RoleEnv + "=" + c.role}, env...),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // it drops to cfg.Identity itself
 	// No Pdeathsig: it fires when the forking OS thread ends, and the
@@ -112,9 +124,36 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 	}
 	go c.reap()
 	go c.peer.Run()
+	if ctl != nil {
+		if err := c.startKeeper(ctl); err != nil {
+			return err
+		}
+	}
 	b, err := cfg.Marshal()
 	if err == nil {
 		err = c.peer.Notify(ipc.TypeConfig, b)
+	}
+	return err
+}
+
+// startKeeper sends a PAM session keeper its settings on its own socket
+// and relays its log lines.
+func (c *child) startKeeper(ctl *os.File) error {
+	p, err := ipc.NewPeer(ctl, func(m *ipc.Message) {
+		for _, f := range m.Files {
+			f.Close()
+		}
+		if l, err := ipc.ParseLog(m.Payload); m.Type == ipc.TypeLog && err == nil {
+			ipc.Relay(c.m.log, c.name+" [session]", l)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	go p.Run()
+	b, err := c.keeper.Marshal()
+	if err == nil {
+		err = p.Notify(ipc.TypeConfig, b)
 	}
 	return err
 }

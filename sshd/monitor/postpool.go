@@ -9,6 +9,7 @@ import (
 
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/pam"
 	"github.com/offload/offload/sshd/sandbox"
 )
 
@@ -78,6 +79,10 @@ func (m *Monitor) handedOver(conn *mconn, p *child) {
 // end idle meanwhile).
 func (m *Monitor) postFor(conn *mconn) (*child, error) {
 	key := conn.user
+	ps := m.pamSession(conn)
+	if ps != nil {
+		key += "\x00pam:" + ps.Service // a session per PAM service
+	}
 	if m.cfg.PerConnection {
 		key = "conn-" + strconv.FormatUint(conn.id, 10)
 	}
@@ -87,6 +92,10 @@ func (m *Monitor) postFor(conn *mconn) (*child, error) {
 	if fresh {
 		p = newChild(m, ipc.RolePostauth, "offload-sshd: "+conn.user)
 		p.key, p.user = key, conn.user
+		if ps != nil {
+			p.role = ipc.RoleSession
+			p.keeper = &ipc.ChildConfig{User: conn.user, LogLevel: m.cfg.LogLevel, PAM: ps}
+		}
 		m.post[key] = p
 	}
 	p.conns[conn.id] = conn
@@ -132,7 +141,29 @@ func (m *Monitor) dropPost(p *child) {
 	}
 }
 
-// postCredential is the identity of user's post-auth process: the user's
+// PAMSessioner is a Login whose user's processes run in a PAM session
+// (UsePAM): PAMSession selects it, nil for none.
+type PAMSessioner interface {
+	PAMSession() *pam.Config
+}
+
+// pamSession is the PAM session conn's post-auth process needs, if any.
+// Only a root monitor opens one.
+func (m *Monitor) pamSession(conn *mconn) *ipc.PAMSession {
+	conn.lmu.Lock()
+	ps, ok := conn.login.(PAMSessioner)
+	conn.lmu.Unlock()
+	if !ok || !m.root {
+		return nil
+	}
+	cfg := ps.PAMSession()
+	if cfg == nil {
+		return nil
+	}
+	return &ipc.PAMSession{Service: cfg.Service, ConfDir: cfg.ConfDir, RemoteHost: addrOf(conn.remote).String()}
+}
+
+// postIdentity is the identity of user's post-auth process: the user's
 // uid, gid and groups when the monitor is root, its own otherwise (it then
 // serves only its own user).
 func (m *Monitor) postIdentity(name string) (*sandbox.Identity, error) {

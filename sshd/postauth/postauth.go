@@ -90,6 +90,7 @@ type process struct {
 	once   sync.Once
 
 	reporter *ipc.MetricsReporter // nil without metrics
+	pamEnv   []string             // from the PAM session keeper, for every session
 }
 
 func newProcess(child *ipc.Child) (*process, error) {
@@ -97,7 +98,7 @@ func newProcess(child *ipc.Child) (*process, error) {
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*transport.Conn{}, end: make(chan struct{})}
+		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv()}
 	metrics, reporter := child.Metrics()
 	p.reporter = reporter
 	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
@@ -201,6 +202,7 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		return err
 	}
 	cfg.Logger = log
+	cfg.SetEnv = append(p.pamEnv, cfg.SetEnv...) // the PAM session's, then the configuration's
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}

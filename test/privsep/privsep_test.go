@@ -402,3 +402,38 @@ func wtmpSince(t *testing.T, off int64) []*loginrec.Entry {
 	}
 	return out
 }
+
+// TestPAMSession: with UsePAM yes the user's processes run in a PAM
+// session opened as root before them, by a root session keeper: pam_env's
+// variables reach the session, pam_limits' limits apply, and
+// pam_loginuid gives the session the user's audit login uid.
+func TestPAMSession(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	envFile := filepath.Join(dir, "env")
+	os.WriteFile(envFile, []byte("OFFLOAD_PAM_TEST=from-pam-env\n"), 0o644)
+	a := newAccount(t)
+	limits := filepath.Join(dir, "limits.conf")
+	os.WriteFile(limits, []byte(a.Username+" hard nofile 777\n"+a.Username+" soft nofile 777\n"), 0o644)
+	service := testenv.UniqueName("oftpam")
+	pamFile := filepath.Join("/etc/pam.d", service)
+	stack := "auth required pam_permit.so\naccount required pam_permit.so\n" +
+		"session required pam_loginuid.so\n" +
+		"session required pam_env.so envfile=" + envFile + " readenv=1 user_readenv=0\n" +
+		"session required pam_limits.so conf=" + limits + "\n"
+	if err := os.WriteFile(pamFile, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(pamFile) })
+	d := startDaemon(t, nil, "UsePAM yes", "PAMServiceName "+service)
+	out := d.mustSSH(a, "echo $OFFLOAD_PAM_TEST; ulimit -Hn; cat /proc/self/loginuid; echo")
+	f := strings.Fields(out)
+	if len(f) < 3 || f[0] != "from-pam-env" || f[1] != "777" || f[2] != a.Uid {
+		t.Fatalf("session: %q, want pam_env's variable, nofile 777 and loginuid %s", out, a.Uid)
+	}
+	keepers := d.children("offload-sshd: " + a.Username)
+	if len(keepers) != 1 || firstField(status(keepers[0])["Uid"]) != "0" {
+		t.Fatalf("want one root session keeper for %s, have %v", a.Username, keepers)
+	}
+}

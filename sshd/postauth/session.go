@@ -1,0 +1,145 @@
+package postauth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/pam"
+)
+
+// PAM sessions. pam_open_session must run in the process whose limits,
+// audit login uid and session the user's processes inherit, as root, and
+// pam_close_session as root once they are gone. So with UsePAM a user's
+// post-auth process is two: a small root session keeper (this file) that
+// opens the PAM session and starts the post-auth process proper, which
+// drops to the user as usual, then closes the session when it ends.
+
+// pamEnvVar carries the PAM environment from the keeper to the post-auth
+// process, which gives it to every session.
+const pamEnvVar = "OFFLOAD_SSHD_PAM_ENV"
+
+// keeperTimeout bounds each PAM call of the keeper (no conversation runs:
+// session modules that would ask are answered with nothing).
+const keeperTimeout = 30 * time.Second
+
+// SessionMain runs a PAM session keeper: on the monitor's control socket
+// (fd 3) it reads the session's settings; fd 4 is the post-auth process's
+// socket, which it passes on. It must run on the process's main thread
+// (pam_loginuid writes /proc/self/loginuid, which only the main thread
+// may): the program locks its main goroutine to it, and RunChild calls
+// this from main.
+func SessionMain() int {
+	child, err := ipc.OpenChild()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "offload sshd session:", err)
+		return 1
+	}
+	cfg := child.Config
+	if cfg.PAM == nil {
+		fmt.Fprintln(os.Stderr, "offload sshd session: no PAM settings")
+		return 1
+	}
+	child.Serve(func(m *ipc.Message) {
+		for _, f := range m.Files {
+			f.Close()
+		}
+	})
+	return keep(child, cfg)
+}
+
+// keep opens the session, runs the post-auth process and closes the
+// session.
+func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
+	logf := func(msg string, err error) {
+		l := &ipc.Log{Level: 8, Msg: msg + ": " + err.Error(), Attrs: []byte(`{"user":` + quote(cfg.User) + `}`)}
+		child.Peer.Notify(ipc.TypeLog, l.Marshal())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), keeperTimeout)
+	defer cancel()
+	h, err := pam.Start(pam.Config{Service: cfg.PAM.Service, ConfDir: cfg.PAM.ConfDir}, cfg.User,
+		pam.Items{RemoteHost: cfg.PAM.RemoteHost, TTY: "ssh"})
+	if err != nil {
+		logf("PAM session: start", err)
+		return 1
+	}
+	defer h.End()
+	if err := h.SetCred(ctx, nil, true); err != nil {
+		logf("PAM session: setcred", err)
+		return 1
+	}
+	if err := h.OpenSession(ctx, nil); err != nil {
+		logf("PAM session: open", err)
+		return 1
+	}
+	code := runPostauth(h, logf)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), keeperTimeout)
+	defer cancel2()
+	if err := h.CloseSession(ctx2, nil); err != nil {
+		logf("PAM session: close", err)
+	}
+	h.SetCred(ctx2, nil, false)
+	return code
+}
+
+// runPostauth starts the post-auth process proper on fd 4, with the PAM
+// environment, and waits for it. It runs on the main thread, so the
+// child inherits what the session set on it.
+func runPostauth(h *pam.Handle, logf func(string, error)) int {
+	env := []string{ipc.RoleEnv + "=" + ipc.RolePostauth, "PATH=/usr/local/bin:/usr/bin:/bin"}
+	if penv, err := h.Env(); err == nil && len(penv) > 0 {
+		env = append(env, pamEnvVar+"="+encodeEnv(penv))
+	}
+	sock := os.NewFile(4, "post-auth")
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{os.Args[0]}, Env: env, Dir: "/",
+		ExtraFiles: []*os.File{sock}, Stderr: os.Stderr}
+	if err := cmd.Start(); err != nil {
+		logf("PAM session: starting the post-auth process", err)
+		return 1
+	}
+	sock.Close()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			logf("PAM session: the post-auth process ended", err)
+			return 1
+		}
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+// encodeEnv is the PAM environment as JSON NAME=value pairs, sorted.
+func encodeEnv(m map[string]string) string {
+	var pairs []string
+	for k, v := range m {
+		pairs = append(pairs, k+"="+v)
+	}
+	sort.Strings(pairs)
+	b, _ := json.Marshal(pairs)
+	return string(b)
+}
+
+// pamEnv is what the keeper passed (nil when none).
+func pamEnv() []string {
+	v := os.Getenv(pamEnvVar)
+	if v == "" {
+		return nil
+	}
+	var pairs []string
+	if json.Unmarshal([]byte(v), &pairs) != nil {
+		return nil
+	}
+	return pairs
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
