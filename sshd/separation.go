@@ -96,6 +96,7 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 			Mode: st.Registry.Policy().Mode.String(), Pins: pins, Remote: remote,
 			HostKeyProvenance: hostKeyProvenance(signer, pubs),
 			HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
+			ModuliFile:   st.ModuliFile,
 			CipherScores: tr.CipherScores(),
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),

@@ -70,9 +70,13 @@ type TransportConfig struct {
 	HostPublicKeys            [][]byte // SSH wire format
 	HostCertificates          [][]byte // OpenSSH host certificates, wire format
 	CipherSelection           string   // transport.Config.CipherSelection
-	CipherScores              map[string]float64
-	Mode                      string // provider.Mode
-	Pins                      map[string]string
+	// ModuliFile is read by the pre-auth workers as they start, before
+	// their sandbox closes (as the sshd account: it must be readable to
+	// it, as /etc/ssh/moduli is).
+	ModuliFile   string
+	CipherScores map[string]float64
+	Mode         string // provider.Mode
+	Pins         map[string]string
 	// Remote maps AEAD algorithms to the monitor's provider that serves
 	// them (a token): the child reaches it through the monitor.
 	Remote map[string]string
@@ -113,7 +117,7 @@ func (t *TransportConfig) Build(peer *Peer, log *slog.Logger, metrics *provider.
 		Registry: reg, Ciphers: t.Ciphers, MACs: t.MACs, KexAlgorithms: t.KexAlgorithms,
 		HostKeyAlgorithms: t.HostKeyAlgorithms, ServerSigAlgs: t.ServerSigAlgs, Version: t.Version,
 		RekeyBytes: t.RekeyBytes, RekeyInterval: t.RekeyInterval, KexTimeout: t.KexTimeout, Logger: log,
-		CipherSelection: t.CipherSelection, CipherScores: t.CipherScores,
+		CipherSelection: t.CipherSelection, CipherScores: t.CipherScores, ModuliFile: t.ModuliFile,
 	}
 	for i, b := range t.HostCertificates {
 		pub, err := ssh.ParsePublicKey(b)

@@ -38,6 +38,7 @@ const (
 	TypeAEADClose   Type = 27 // AEADHandle notification
 	TypeRespond     Type = 28 // RespondRequest (keyboard-interactive responses); the reply is a Decision
 	TypeLoginRecord Type = 29 // LoginRecordRequest; the reply to a login is a LastLogin
+	TypeProve       Type = 30 // ProveRequest; the reply is an SSH signature blob
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -47,7 +48,7 @@ var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
-	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeReply: "reply",
+	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeReply: "reply",
 }
 
 func (t Type) String() string {
@@ -543,4 +544,27 @@ func ParseLastLogin(p []byte) (*LastLogin, error) {
 	d := newDecoder(p)
 	m := &LastLogin{Unix: int64(d.Uint64("time")), Host: d.string("host", maxAddr), TTY: d.string("tty", maxName)}
 	return m, d.done(TypeLoginRecord)
+}
+
+// ProveRequest asks the monitor for a hostkeys-prove-00@openssh.com
+// signature with host key Pub over a connection's session: the monitor
+// builds the signed data itself, from its own record of the session id.
+type ProveRequest struct {
+	ConnID uint64
+	Alg    string
+	Pub    []byte
+}
+
+// Marshal encodes m.
+func (m *ProveRequest) Marshal() []byte {
+	b := wire.AppendUint64(nil, m.ConnID)
+	b = wire.AppendString(b, m.Alg)
+	return wire.AppendBytes(b, m.Pub)
+}
+
+// ParseProveRequest decodes a ProveRequest.
+func ParseProveRequest(p []byte) (*ProveRequest, error) {
+	d := newDecoder(p)
+	m := &ProveRequest{ConnID: d.Uint64("conn id"), Alg: d.string("algorithm", maxName), Pub: d.bytes("public key", maxKeyBlob)}
+	return m, d.done(TypeProve)
 }

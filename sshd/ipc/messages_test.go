@@ -194,3 +194,11 @@ func TestLoginRecordRoundTrip(t *testing.T) {
 func FuzzLoginRecordRequest(f *testing.F) {
 	fuzzParse(f, &LoginRecordRequest{ConnID: 1, TTY: "/dev/pts/0", PID: 5}, (*LoginRecordRequest).Marshal, ParseLoginRecordRequest)
 }
+
+func TestProveRoundTrip(t *testing.T) {
+	roundTrip(t, "ProveRequest", &ProveRequest{ConnID: 2, Alg: "rsa-sha2-512", Pub: []byte{1, 2}}, (*ProveRequest).Marshal, ParseProveRequest)
+}
+
+func FuzzProveRequest(f *testing.F) {
+	fuzzParse(f, &ProveRequest{ConnID: 1, Alg: "ssh-ed25519", Pub: []byte{1}}, (*ProveRequest).Marshal, ParseProveRequest)
+}

@@ -19,6 +19,15 @@ type Signer struct {
 	Provenance map[string]string
 }
 
+// SignHostKeyProof asks the monitor for a hostkeys-prove-00@openssh.com
+// signature (transport.HostKeyProver); the monitor signs over the session
+// id it knows, not one given here.
+func (s *Signer) SignHostKeyProof(alg string, pub, _ []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
+	defer cancel()
+	return s.Peer.Call(ctx, TypeProve, (&ProveRequest{ConnID: s.ConnID, Alg: alg, Pub: pub}).Marshal())
+}
+
 // HostKeyProvenance says where the monitor's host key pub lives.
 func (s *Signer) HostKeyProvenance(pub []byte) string {
 	if p, ok := s.Provenance[hex.EncodeToString(pub)]; ok {

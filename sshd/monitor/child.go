@@ -244,7 +244,7 @@ func (c *child) handle(msg *ipc.Message) {
 	case ipc.TypeMetrics:
 		c.metrics(msg.Payload)
 	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal,
-		ipc.TypeAEADOpen, ipc.TypeLoginRecord:
+		ipc.TypeAEADOpen, ipc.TypeLoginRecord, ipc.TypeProve:
 		c.request(msg)
 	case ipc.TypeAEADClose:
 		if h, err := ipc.ParseAEADHandle(msg.Payload); err == nil {

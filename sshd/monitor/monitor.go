@@ -241,6 +241,7 @@ type mconn struct {
 	lmu       sync.Mutex
 	loginDone bool
 	ttys      map[string]loginrec.Record // pty sessions with login records, guarded by Monitor.mu
+	proofs    int                        // hostkeys-prove signatures made, guarded by Monitor.mu
 	ctx       context.Context            // ends with the connection: bounds its decisions
 	cancel    context.CancelFunc
 }

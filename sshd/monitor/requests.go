@@ -39,6 +39,8 @@ func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
 		return m.aeadCall(c, msg.Type, msg.Payload)
 	case ipc.TypeLoginRecord:
 		return m.loginRecord(c, msg.Payload)
+	case ipc.TypeProve:
+		return m.prove(c, msg.Payload)
 	case ipc.TypeBegin:
 		return m.begin(c, msg.Payload)
 	case ipc.TypeDecide:
@@ -55,7 +57,7 @@ func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
 // a post-auth process neither authenticates nor hands over.
 func allowed(role string, t ipc.Type) bool {
 	switch t {
-	case ipc.TypeSign:
+	case ipc.TypeSign, ipc.TypeProve:
 		return true
 	case ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff:
 		return role == ipc.RolePreauth
@@ -120,6 +122,45 @@ func (m *Monitor) isHostKey(alg string, pub []byte) bool {
 		}
 	}
 	return false
+}
+
+// maxProofs bounds the hostkeys-prove signatures of one connection (a
+// client asks once, for the keys it did not know).
+const maxProofs = 16
+
+var errProofs = errors.New("monitor: too many host-key proofs")
+
+// prove makes a hostkeys-prove-00@openssh.com signature for a connection
+// of c over the session id the monitor recorded for it.
+func (m *Monitor) prove(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseProveRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	prover, ok := m.cfg.HostKeys.(transport.HostKeyProver)
+	if !ok {
+		return nil, transport.ErrNoProver
+	}
+	if !m.isHostKey(req.Alg, req.Pub) {
+		return nil, errNoHostKey
+	}
+	m.mu.Lock()
+	conn := m.conns[req.ConnID]
+	var sid []byte
+	switch {
+	case conn == nil || conn.owner != c || conn.sessionID == nil:
+		err = errNotYours
+	case conn.proofs >= maxProofs:
+		err = errProofs
+	default:
+		conn.proofs++
+		sid = conn.sessionID
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return prover.SignHostKeyProof(req.Alg, req.Pub, sid)
 }
 
 // preauthConn returns the connection of worker c, in pre-auth, with its

@@ -378,7 +378,14 @@ func TestOpenSSHStrictKexAndExtInfo(t *testing.T) {
 // them (hostkeys-prove-00@openssh.com), checks it and writes them to its
 // known_hosts, as it does with OpenSSH's sshd.
 func TestOpenSSHUpdateHostKeys(t *testing.T) {
-	f := newFixture(t, &sshd.Config{})
+	t.Run("in-process", func(t *testing.T) { testUpdateHostKeys(t, &sshd.Config{}) })
+	// Separated, the proofs are signed by the monitor over the session id
+	// it recorded.
+	t.Run("separated", func(t *testing.T) { testUpdateHostKeys(t, &sshd.Config{Separation: &sshd.Separation{Workers: 1}}) })
+}
+
+func testUpdateHostKeys(t *testing.T, cfg *sshd.Config) {
+	f := newFixture(t, cfg)
 	ed, err := ssh.NewSignerFromSigner(allHostKeys()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +397,10 @@ func TestOpenSSHUpdateHostKeys(t *testing.T) {
 	}
 	opts := []string{"UserKnownHostsFile=" + kh, "StrictHostKeyChecking=yes", "UpdateHostKeys=yes",
 		"CheckHostIP=no", "LogLevel=DEBUG1"}
-	out, errOut, code := f.run(t, opts, "echo ok", nil)
+	// The client drops the proofs' answer if the session has ended first
+	// (it does not wait for it): let the session outlast them, as any
+	// real one does.
+	out, errOut, code := f.run(t, opts, "sleep 1; echo ok", nil)
 	if out != "ok\n" || code != 0 {
 		t.Fatalf("stdout %q stderr %q status %d", out, errOut, code)
 	}
