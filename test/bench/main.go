@@ -94,7 +94,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.LatencyRuns, "latency-runs", 10, "`ssh host true` runs per round")
 	fs.StringVar(&o.offload, "offload", "", "offload binary (default: go build ./cmd/offload into the temp dir)")
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
-	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-software, offload-win8m, offload-pkcs11")
+	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-inproc, offload-software, offload-win8m, offload-pkcs11")
 	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes, and the shapes concurrent, smallfiles, rtt, idle (\"shapes\": all four; \"all\": everything)")
 	fs.Var(&o.extra, "offload-config", "`line` added to every offload server's configuration, e.g. \"ChannelWindowSize 2097152\"; repeatable")
 	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")

@@ -22,6 +22,7 @@ const (
 	srvSoftware = "offload-software"
 	srvPKCS11   = "offload-pkcs11"
 	srvWindow   = "offload-win8m"
+	srvInProc   = "offload-inproc"
 )
 
 // bigWindow is the window offload grants clients other than OpenSSH's;
@@ -70,6 +71,9 @@ func serverSpecs(w *workspace, t *tools, pkcs11 bool) []serverSpec {
 		{Name: srvSoftware, Desc: "offload sshd, CryptoPolicy software-only (pure Go: generic AES, x/crypto ChaCha20-Poly1305)",
 			Extra: []string{"CryptoPolicy software-only"}, Pipe: allCiphers, Files: true},
 	}
+	specs = append(specs, serverSpec{Name: srvInProc,
+		Desc:  "offload sshd as `offload`, in one process (PrivilegeSeparation no): what the process model costs",
+		Extra: []string{"PrivilegeSeparation no"}, Pipe: allCiphers, Files: true, Sessions: true})
 	specs = append(specs, serverSpec{Name: srvWindow,
 		Desc:  "offload sshd as `offload`, with ChannelWindowSize 8388608 for every client instead of auto (which grants OpenSSH clients 2 MiB)",
 		Extra: []string{"ChannelWindowSize " + strconv.Itoa(bigWindow)}, Pipe: allCiphers, Files: true})
@@ -112,7 +116,11 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 		lines = append(lines, "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no",
 			"PrintLastLog no", "KbdInteractiveAuthentication no")
 	} else {
-		lines = append(lines, "CalibrationCache "+filepath.Join(w.Dir, "calibration"))
+		lines = append(lines, "CalibrationCache "+filepath.Join(w.Dir, "calibration"),
+			// OpenSSH 9.2 has no per-source penalties; the handshake
+			// runs, which close connections before authenticating, would
+			// have 127.0.0.1 refused.
+			"PerSourcePenalties no")
 		lines = append(lines, s.Extra...)
 	}
 	return strings.Join(lines, "\n") + "\n"
