@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,14 +71,30 @@ func startDaemon(t *testing.T, extra []*os.File, lines ...string) *daemon {
 	return startDaemonWith(t, nil, extra, lines...)
 }
 
+// startDaemonAs runs offload sshd as the ordinary user a, with its files
+// in dir (a's own).
+func startDaemonAs(t *testing.T, a *account, dir string, lines ...string) *daemon {
+	t.Helper()
+	return launch(t, a, dir, nil, nil, lines...)
+}
+
 // startDaemonWith is startDaemon with a wrapper command (prlimit, say)
 // before the binary.
 func startDaemonWith(t *testing.T, wrapper []string, extra []*os.File, lines ...string) *daemon {
 	t.Helper()
+	return launch(t, nil, t.TempDir(), wrapper, extra, lines...)
+}
+
+// launch starts offload sshd (as a when it is not nil) with its files in
+// dir.
+func launch(t *testing.T, a *account, dir string, wrapper []string, extra []*os.File, lines ...string) *daemon {
+	t.Helper()
 	testenv.Root(t)
 	testenv.LookPath(t, "ssh", "Debian package openssh-client")
 	bin := offloadBinary(t)
-	dir := t.TempDir()
+	if a != nil { // the user must be able to run the program
+		bin = copyBinary(t, bin, dir, a)
+	}
 	hostKey := filepath.Join(dir, "host_ed25519")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
@@ -91,12 +108,37 @@ func startDaemonWith(t *testing.T, wrapper []string, extra []*os.File, lines ...
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.ExtraFiles = extra
+	if a != nil {
+		gid, _ := strconv.Atoi(a.Gid)
+		for _, p := range []string{hostKey, hostKey + ".pub", conf} {
+			os.Chown(p, a.uid, gid)
+		}
+		d.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(a.uid), Gid: uint32(gid)}}
+		d.cmd.Dir = dir
+	}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.stop)
 	d.waitListening()
 	return d
+}
+
+// copyBinary copies the program where a may execute it.
+func copyBinary(t *testing.T, bin, dir string, a *account) string {
+	t.Helper()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "offload")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gid, _ := strconv.Atoi(a.Gid)
+	os.Chown(dir, a.uid, gid)
+	os.Chown(p, a.uid, gid)
+	return p
 }
 
 func (d *daemon) stop() {

@@ -437,3 +437,27 @@ func TestPAMSession(t *testing.T) {
 		t.Fatalf("want one root session keeper for %s, have %v", a.Username, keepers)
 	}
 }
+
+// TestUnprivilegedDaemon: offload sshd run by an ordinary user keeps its
+// sandboxed pre-auth workers and serves only that user.
+func TestUnprivilegedDaemon(t *testing.T) {
+	owner, other := newAccount(t), newAccount(t)
+	// The daemon's files must be the owner's: a host key and a config.
+	dir := filepath.Join(owner.HomeDir, "sshd")
+	os.Mkdir(dir, 0o700)
+	d := startDaemonAs(t, owner, dir, "PreauthWorkers 1")
+	if out := d.mustSSH(owner, "id -u"); strings.TrimSpace(out) != owner.Uid {
+		t.Fatalf("owner's session runs as %q", out)
+	}
+	if _, _, code := d.ssh(other, "true"); code == 0 {
+		t.Fatal("another user logged in to a server run by an ordinary user")
+	}
+	workers := d.children("offload-sshd: pre-auth worker")
+	if len(workers) != 1 {
+		t.Fatalf("%d workers", len(workers))
+	}
+	ws := status(workers[0])
+	if firstField(ws["Uid"]) != owner.Uid || ws["NoNewPrivs"] != "1" || ws["Seccomp"] != "2" {
+		t.Fatalf("worker: Uid %s NoNewPrivs %s Seccomp %s", ws["Uid"], ws["NoNewPrivs"], ws["Seccomp"])
+	}
+}
