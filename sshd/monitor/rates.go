@@ -10,12 +10,17 @@ import (
 // Limits on host-key signatures. The first signature of a connection is
 // bounded by admission (MaxStartups, per-source limits); re-exchanges
 // are cheap for a client to ask for and may cost a token operation each,
-// so they are limited per connection and per source address.
+// so before authentication they are limited per connection and per
+// source address. An authenticated connection is the user's: it is
+// limited per connection only, loosely enough for a client that re-keys
+// every 2 GiB (OpenSSH's default for AES) at a few GB/s.
 const (
-	connRekeyBurst  = 3                // re-exchange signatures a connection may have at once
+	connRekeyBurst  = 2                // pre-auth: re-exchange signatures a connection may have at once
 	connRekeyEvery  = 10 * time.Second // and one more per interval
-	srcRekeyBurst   = 20               // re-exchange signatures a source may have at once
+	srcRekeyBurst   = 20               // pre-auth: re-exchange signatures a source may have at once
 	srcRekeyPerSec  = 5                // and this many more per second
+	authRekeyBurst  = 10               // authenticated: re-exchange signatures a connection may have at once
+	authRekeyPerSec = 2                // and this many more per second
 	maxRateSources  = 10000            // sources remembered; older ones are forgotten
 	rateSourceIdle  = time.Minute
 	rateSourceSweep = 1000 // sweep the table after this many new sources
@@ -50,7 +55,16 @@ type rates struct {
 
 func newRates() *rates { return &rates{src: map[netip.Addr]*bucket{}} }
 
-// allowRekey takes a re-exchange signature for a connection from addr.
+// allowAuthRekey takes a re-exchange signature for an authenticated
+// connection.
+func (r *rates) allowAuthRekey(conn *bucket, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return conn.take(now, authRekeyBurst, authRekeyPerSec)
+}
+
+// allowRekey takes a re-exchange signature for a connection from addr
+// that has not authenticated.
 func (r *rates) allowRekey(conn *bucket, addr net.Addr, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

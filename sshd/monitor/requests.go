@@ -108,6 +108,11 @@ func (m *Monitor) signable(c *child, req *ipc.SignRequest) (*mconn, error) {
 		return nil, errWrongPhase
 	case conn.sessionID == nil:
 		return conn, nil // the first exchange
+	case conn.phase == phaseHanded:
+		if !m.rates.allowAuthRekey(&conn.authSigns, time.Now()) {
+			return nil, errRekeyRate
+		}
+		return conn, nil
 	}
 	if !m.rates.allowRekey(&conn.signs, conn.remote, time.Now()) {
 		return nil, errRekeyRate
