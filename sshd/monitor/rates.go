@@ -37,8 +37,10 @@ func newConnBucket() bucket { return bucket{tokens: connRekeyBurst, last: time.N
 // take takes a token from a bucket of capacity burst refilled at rate per
 // second.
 func (b *bucket) take(now time.Time, burst, rate float64) bool {
-	b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
-	b.last = now
+	if now.After(b.last) { // a clock that went back refills nothing
+		b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
+		b.last = now
+	}
 	if b.tokens < 1 {
 		return false
 	}
