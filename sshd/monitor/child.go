@@ -111,7 +111,11 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 		parent.Close()
 		return fmt.Errorf("monitor: %w", err)
 	}
-	if err := startChild(c.cmd); err != nil {
+	start := c.cmd.Start
+	if c.cmd.SysProcAttr.Pdeathsig != 0 {
+		start = func() error { return startChild(c.cmd) }
+	}
+	if err := start(); err != nil {
 		parent.Close()
 		return fmt.Errorf("monitor: starting %s: %w", c.name, err)
 	}
@@ -472,7 +476,8 @@ var forker struct {
 	ch   chan func()
 }
 
-// startChild starts cmd on the forker thread.
+// startChild starts cmd on the forker thread (for children with a
+// Pdeathsig).
 func startChild(cmd *exec.Cmd) error {
 	forker.once.Do(func() {
 		forker.ch = make(chan func())
