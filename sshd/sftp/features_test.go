@@ -238,6 +238,21 @@ func TestVersionExtensions(t *testing.T) {
 	}
 }
 
+// TestDisallowedNotAnnounced: extensions -P or -R refuse are left out of
+// VERSION, as OpenSSH's compose_extension does.
+func TestDisallowedNotAnnounced(t *testing.T) {
+	out, _, _ := runConfig(t, &Config{Options: Options{ReadOnly: true, Deny: []string{"limits"}}}, 0, sftpInit)
+	v := string(out[0])
+	for _, gone := range []string{"hardlink@", "posix-rename@", "lsetstat@", "copy-data", "fsync@", "limits@"} {
+		if strings.Contains(v, gone) {
+			t.Errorf("VERSION under -R -P limits announces %s", gone)
+		}
+	}
+	if !strings.Contains(v, "statvfs@openssh.com") || !strings.Contains(v, "home-directory") {
+		t.Errorf("VERSION lost read-only extensions: %q", v)
+	}
+}
+
 func TestCopyData(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")

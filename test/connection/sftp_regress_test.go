@@ -52,7 +52,7 @@ func treeState(t *testing.T, dir string) string {
 // sftpCommands exercises one request of each kind.
 var sftpCommands = []string{
 	"-put DIR/local DIR/new", "-mkdir DIR/nd", "-rm DIR/f", "-rename DIR/link DIR/moved", "-chmod 600 DIR/f",
-	"-ln -s DIR/f DIR/sl", "-ln DIR/f DIR/hl", "-rmdir DIR/d", "-get DIR/f DIR/got", "-ls DIR/d", "-df DIR",
+	"-ln -s DIR/f DIR/sl", "-ln DIR/f DIR/hl", "-cp DIR/f DIR/copy", "-rmdir DIR/d", "-get DIR/f DIR/got", "-ls DIR/d", "-df DIR",
 }
 
 // TestSFTPPermLikeOpenSSH ports OpenSSH's sftp-perm regress test: with
@@ -66,6 +66,7 @@ func TestSFTPPermLikeOpenSSH(t *testing.T) {
 		"-P mkdir,rename,posix-rename",
 		"-P setstat,fsetstat",
 		"-P symlink,hardlink",
+		"-P copy-data",
 		"-P opendir",
 		"-P statvfs",
 		"-p realpath,stat,lstat,fstat,open,read,close,opendir,readdir",
