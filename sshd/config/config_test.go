@@ -254,10 +254,11 @@ func TestSubsystemReplacesDefault(t *testing.T) {
 // TestInternalSFTPFlags: a flag the built-in SFTP server does not honour
 // is refused, never ignored (-R accepted and ignored would take uploads).
 func TestInternalSFTPFlags(t *testing.T) {
+	values := map[byte]string{'d': "/srv/%u", 'f': "LOCAL5", 'l': "INFO", 'P': "remove", 'p': "read,open,close", 'u': "027"}
 	for _, f := range internalSFTPFlags {
 		line := "Subsystem sftp internal-sftp -" + string(f.flag)
 		if f.arg {
-			line += " x"
+			line += " " + values[f.flag]
 		}
 		err := parseErr(line + "\n")
 		if f.status == Supported {
@@ -270,7 +271,8 @@ func TestInternalSFTPFlags(t *testing.T) {
 			t.Errorf("%q: %v", line, err)
 		}
 	}
-	for _, bad := range []string{"internal-sftp -x", "internal-sftp -l", "internal-sftp oops"} {
+	for _, bad := range []string{"internal-sftp -x", "internal-sftp -l", "internal-sftp oops",
+		"internal-sftp -u 999", "internal-sftp -l LOUD", "internal-sftp -P nuke", "internal-sftp -f KERN"} {
 		if err := parseErr("Subsystem sftp " + bad + "\n"); err == nil || errors.Is(err, ErrNotImplemented) {
 			t.Errorf("%q: %v", bad, err)
 		}

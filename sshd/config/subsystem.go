@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/offload/offload/sshd/sftp"
 )
 
 // sftpFlag is one option of internal-sftp (sftp-server(8)'s options).
@@ -15,18 +17,20 @@ type sftpFlag struct {
 
 // internalSFTPFlags are the options "Subsystem sftp internal-sftp ..." and
 // "ForceCommand internal-sftp ..." may carry. A flag the SFTP server does
-// not honour yet is refused, never ignored: "-R" accepted and ignored
-// would let a read-only server take uploads. Flip a flag to Supported when
-// sshd/connection implements it (it parses the command line itself).
+// not honour is refused, never ignored: "-R" accepted and ignored would
+// let a read-only server take uploads. sshd/sftp honours all but -e (its
+// in-process messages always go to the server's log); the values of the
+// supported ones are checked by sftp.ParseArgs, the parser the server
+// itself uses.
 var internalSFTPFlags = []sftpFlag{
-	{'d', true, Refused, "a start directory (-d)"},
+	{'d', true, Supported, "a start directory (-d)"},
 	{'e', false, Refused, "logging to stderr (-e)"},
-	{'f', true, Refused, "a log facility (-f)"},
-	{'l', true, Refused, "a log level (-l)"},
-	{'P', true, Refused, "a list of denied requests (-P)"},
-	{'p', true, Refused, "a list of allowed requests (-p)"},
-	{'R', false, Refused, "read-only mode (-R)"},
-	{'u', true, Refused, "a umask (-u)"},
+	{'f', true, Supported, "a log facility (-f)"},
+	{'l', true, Supported, "a log level (-l)"},
+	{'P', true, Supported, "a list of denied requests (-P)"},
+	{'p', true, Supported, "a list of allowed requests (-p)"},
+	{'R', false, Supported, "read-only mode (-R)"},
+	{'u', true, Supported, "a umask (-u)"},
 }
 
 // checkInternalSFTP checks the options of an internal-sftp command line:
@@ -55,6 +59,9 @@ func checkInternalSFTP(args []string) error {
 				return notImplemented("internal-sftp with %s", f.what)
 			}
 		}
+	}
+	if _, err := sftp.ParseArgs(args); err != nil {
+		return fmt.Errorf("internal-sftp: %w", err)
 	}
 	return nil
 }
