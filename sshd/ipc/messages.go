@@ -96,6 +96,16 @@ func (d *decoder) bytes(field string, max int) []byte {
 
 func (d *decoder) string(field string, max int) string { return string(d.bytes(field, max)) }
 
+// boolean reads a boolean that must be encoded as 0 or 1: from a less
+// privileged process, anything else is malformed.
+func (d *decoder) boolean(field string) bool {
+	b := d.Byte(field)
+	if b > 1 && d.err == nil {
+		d.err = &wire.FieldError{Field: field, Err: fmt.Errorf("boolean %d, want 0 or 1", b)}
+	}
+	return b == 1
+}
+
 func (d *decoder) list(field string) []string {
 	n := d.Uint32(field + " count")
 	if n > maxList && d.err == nil {
@@ -251,9 +261,9 @@ func ParseDecideRequest(p []byte) (*DecideRequest, error) {
 	r := m.Req
 	r.User, r.Service = d.string("user", maxUser), d.string("service", maxName)
 	r.Method, r.Algo = d.string("method", maxName), d.string("algorithm", maxName)
-	r.HasSig = d.Bool("has signature")
+	r.HasSig = d.boolean("has signature")
 	r.KeyBlob, r.Sig = d.bytes("key blob", maxKeyBlob), d.bytes("signature", maxSig)
-	r.ChangePassword = d.Bool("change password")
+	r.ChangePassword = d.boolean("change password")
 	r.Password = d.string("password", maxSecret)
 	return m, d.done(TypeDecide)
 }
@@ -326,7 +336,7 @@ func ParseDecision(p []byte) (*auth.Decision, error) {
 	d := newDecoder(p)
 	dec := &auth.Decision{Verdict: auth.Verdict(d.Byte("verdict"))}
 	dec.Methods = d.list("methods")
-	dec.Partial = d.Bool("partial")
+	dec.Partial = d.boolean("partial")
 	dec.Reason, dec.Message = d.Uint32("reason"), d.string("message", maxText)
 	if cause := d.string("cause", maxText); cause != "" {
 		dec.Err = errors.New(cause)
@@ -351,7 +361,7 @@ func parseChallenge(d *decoder) *auth.Challenge {
 		d.err = &wire.FieldError{Field: "prompts", Err: fmt.Errorf("%d, at most %d", n, auth.MaxPrompts)}
 	}
 	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
-		c.Prompts = append(c.Prompts, auth.Prompt{Text: d.string("prompt", maxPrompt), Echo: d.Bool("echo")})
+		c.Prompts = append(c.Prompts, auth.Prompt{Text: d.string("prompt", maxPrompt), Echo: d.boolean("echo")})
 	}
 	return c
 }
@@ -521,7 +531,7 @@ func (m *LoginRecordRequest) Marshal() []byte {
 // ParseLoginRecordRequest decodes a LoginRecordRequest.
 func ParseLoginRecordRequest(p []byte) (*LoginRecordRequest, error) {
 	d := newDecoder(p)
-	m := &LoginRecordRequest{ConnID: d.Uint64("conn id"), Logout: d.Bool("logout"), TTY: d.string("tty", maxName)}
+	m := &LoginRecordRequest{ConnID: d.Uint64("conn id"), Logout: d.boolean("logout"), TTY: d.string("tty", maxName)}
 	m.PID = int32(d.Uint32("pid"))
 	return m, d.done(TypeLoginRecord)
 }

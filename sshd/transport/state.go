@@ -309,7 +309,7 @@ func (st *State) UnmarshalBinary(p []byte) error {
 	s.SessionID = r.bytes("session id", maxStateKey)
 	s.ClientVersion = string(r.bytes("client version", maxVersionLine))
 	s.ServerVersion = string(r.bytes("server version", maxVersionLine))
-	s.Strict, s.ExtInfo = r.Bool("strict"), r.Bool("ext-info")
+	s.Strict, s.ExtInfo = r.boolean("strict"), r.boolean("ext-info")
 	s.KexCount = r.Uint32("kex count")
 	s.In, s.Out = r.direction(), r.direction()
 	s.Buffered = r.bytes("buffered", MaxBuffered)
@@ -339,6 +339,15 @@ func (r *stateReader) bytes(field string, max int) []byte {
 		return nil
 	}
 	return clone(b)
+}
+
+// boolean reads a boolean that must be encoded as 0 or 1.
+func (r *stateReader) boolean(field string) bool {
+	b := r.Byte(field)
+	if b > 1 && r.err == nil {
+		r.err = &wire.FieldError{Field: field, Err: fmt.Errorf("boolean %d, want 0 or 1", b)}
+	}
+	return b == 1
 }
 
 func (r *stateReader) direction() DirectionState {
