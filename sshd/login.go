@@ -50,6 +50,9 @@ func (l *login) Begin(ctx context.Context, user, service string) (string, error)
 		return "", errLoginBegun
 	}
 	ac, err := l.settingsFor(user)
+	if err == nil {
+		ac, err = l.applyChroot(user, ac)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -276,6 +276,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 		ClientAliveInterval: c.ClientAliveInterval,
 		ClientAliveCountMax: c.ClientAliveCountMax,
 		NoLastLog:           !c.PrintLastLog,
+		ChrootDirectory:     c.ChrootDirectory,
 		Logger:              log,
 	}
 	if c.MaxSessions == 0 {

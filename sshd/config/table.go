@@ -141,8 +141,8 @@ var keywords = []*keyword{
 		supported("auth.Config.Banner (the file's text)").eg("/etc/issue.net"),
 	commandKW("ForceCommand", false, func(c *Config) *string { return &c.ForceCommand }).match().
 		refused("connection", "forced commands", "none").eg("/usr/bin/true"),
-	pathKW("ChrootDirectory", func(c *Config) *string { return &c.ChrootDirectory }).match().
-		refused("lead", "chroot", "none").eg("/srv/chroot/%u"),
+	pathKW("ChrootDirectory", func(c *Config) *string { return &c.ChrootDirectory }).perConnection().
+		supported("connection.Config.ChrootDirectory (the post-auth process is confined there)").eg("/srv/chroot/%u"),
 	pathKW("TrustedUserCAKeys", func(c *Config) *string { return &c.TrustedUserCAKeys }).perConnection().
 		supported("auth.Config.TrustedUserCAKeys").eg("/etc/ssh/user_ca.pub"),
 	pathKW("RevokedKeys", func(c *Config) *string { return &c.RevokedKeys }).perConnection().

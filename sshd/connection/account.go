@@ -47,12 +47,47 @@ type accountOnce struct {
 	err  error
 }
 
+// Account is the logged-in user's account as sessions need it. A process
+// that cannot look users up once it runs (a post-auth process confined
+// to a ChrootDirectory, whose user database is not the host's) resolves
+// it beforehand and passes it in Config.Account.
+type Account struct {
+	Name     string
+	UID, GID uint32
+	Groups   []uint32
+	Home     string
+	Shell    string
+}
+
+// ResolveAccount looks name up in the user database (and its login
+// shell) as sessions will see it.
+func ResolveAccount(name string) (*Account, error) {
+	a, err := lookupAccount(name, -1)
+	if err != nil {
+		return nil, err
+	}
+	return &Account{Name: a.name, UID: a.uid, GID: a.gid, Groups: a.groups, Home: a.home, Shell: a.shell}, nil
+}
+
 // account resolves the logged-in user once per connection.
 func (m *mux) account() (*account, error) {
 	m.acct.once.Do(func() {
+		if pre := m.cfg.Account; pre != nil && pre.Name == m.perm.User {
+			m.acct.a, m.acct.err = fromAccount(pre, os.Geteuid())
+			return
+		}
 		m.acct.a, m.acct.err = lookupAccount(m.perm.User, os.Geteuid())
 	})
 	return m.acct.a, m.acct.err
+}
+
+// fromAccount is a resolved account made ready to run sessions.
+func fromAccount(pre *Account, euid int) (*account, error) {
+	a := &account{name: pre.Name, uid: pre.UID, gid: pre.GID, groups: pre.Groups, home: pre.Home, shell: pre.Shell}
+	if err := a.setCredential(euid); err != nil {
+		return nil, &AccountError{User: pre.Name, Err: err}
+	}
+	return a, nil
 }
 
 // lookupAccount finds name in the user database and decides whether the
@@ -75,6 +110,9 @@ func lookupAccount(name string, euid int) (*account, error) {
 	}
 	if h, ok := homeOverride.Load(name); ok {
 		a.home = h.(string)
+	}
+	if euid < 0 {
+		return a, nil // resolved for later (ResolveAccount)
 	}
 	if err := a.setCredential(euid); err != nil {
 		return nil, &AccountError{User: name, Err: err}

@@ -172,6 +172,9 @@ type Config struct {
 	// it and session programs start chrooted there (needs root). The
 	// ownership checks are the caller's.
 	ChrootDirectory string
+	// Account, when set and naming the logged-in user, is used instead of
+	// looking the user up (see ResolveAccount).
+	Account *Account `json:",omitempty"`
 	// Sessions writes login records for pty sessions (utmp, wtmp,
 	// lastlog); nil writes none. Not serialised: a process that receives
 	// the settings sets its own.

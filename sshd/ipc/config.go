@@ -39,6 +39,10 @@ type ChildConfig struct {
 	// PAM, for a session keeper (RoleSession), is the PAM session to
 	// open before it starts the post-auth process.
 	PAM *PAMSession `json:",omitempty"`
+	// Chroot, for a post-auth process, is the ChrootDirectory it confines
+	// itself to (checked by the monitor and again by the process) before
+	// it drops its privileges.
+	Chroot string `json:",omitempty"`
 }
 
 // PAMSession selects the PAM session of a user's post-auth process.

@@ -29,15 +29,16 @@ const (
 
 // child is a pre-auth worker or post-auth process.
 type child struct {
-	m     *Monitor
-	role  string
-	name  string // for ps and logs: "offload-sshd: pre-auth 1", "offload-sshd: alice"
-	key   string // post-auth: its key in Monitor.post
-	slot  int    // pre-auth: its index in Monitor.workers
-	user  string // post-auth: the account it runs as
-	cmd   *exec.Cmd
-	peer  *ipc.Peer
-	conns map[uint64]*mconn // guarded by m.mu
+	m      *Monitor
+	role   string
+	name   string // for ps and logs: "offload-sshd: pre-auth 1", "offload-sshd: alice"
+	key    string // post-auth: its key in Monitor.post
+	slot   int    // pre-auth: its index in Monitor.workers
+	user   string // post-auth: the account it runs as
+	chroot string // post-auth: its ChrootDirectory, "" for none
+	cmd    *exec.Cmd
+	peer   *ipc.Peer
+	conns  map[uint64]*mconn // guarded by m.mu
 
 	sem       chan struct{}
 	started   chan struct{} // closed once the child is ready or failed to start

@@ -49,6 +49,7 @@ func settingsJSON(c *connection.Config) ([]byte, error) {
 		s = *c
 	}
 	s.Logger = nil
+	s.ChrootDirectory = "" // the post-auth process itself is confined there
 	b, err := json.Marshal(&s)
 	if err != nil {
 		return nil, fmt.Errorf("monitor: connection settings: %w", err)
@@ -83,6 +84,13 @@ func (m *Monitor) postFor(conn *mconn) (*child, error) {
 	if ps != nil {
 		key += "\x00pam:" + ps.Service // a session per PAM service
 	}
+	chroot := ""
+	if conn.settings != nil {
+		chroot = conn.settings.ChrootDirectory
+	}
+	if chroot != "" {
+		key += "\x00chroot:" + chroot // a process per confinement
+	}
 	if m.cfg.PerConnection {
 		key = "conn-" + strconv.FormatUint(conn.id, 10)
 	}
@@ -91,7 +99,7 @@ func (m *Monitor) postFor(conn *mconn) (*child, error) {
 	fresh := p == nil || p.ending
 	if fresh {
 		p = newChild(m, ipc.RolePostauth, "offload-sshd: "+conn.user)
-		p.key, p.user = key, conn.user
+		p.key, p.user, p.chroot = key, conn.user, chroot
 		if ps != nil {
 			p.role = ipc.RoleSession
 			p.keeper = &ipc.ChildConfig{User: conn.user, LogLevel: m.cfg.LogLevel, PAM: ps}
@@ -125,7 +133,7 @@ func (m *Monitor) launchPost(p *child) {
 		return
 	}
 	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user,
-		Metrics: m.cfg.Metrics != nil, Identity: id, LoginRecords: m.cfg.LoginRecords != nil}
+		Metrics: m.cfg.Metrics != nil, Identity: id, LoginRecords: m.cfg.LoginRecords != nil, Chroot: p.chroot}
 	if err := p.launch(cfg, postEnv); err != nil {
 		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
 		m.dropPost(p)

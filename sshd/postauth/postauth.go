@@ -52,6 +52,10 @@ func Main() int {
 	if err == nil {
 		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
 	}
+	var acct *connection.Account
+	if err == nil || errors.Is(err, sandbox.ErrUnsupported) {
+		acct, err = confine(child.Config)
+	}
 	if err == nil || errors.Is(err, sandbox.ErrUnsupported) {
 		err = child.Config.Become() // the user, before any connection arrives
 	}
@@ -64,7 +68,7 @@ func Main() int {
 		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
 		return 1
 	}
-	p, err := newProcess(child)
+	p, err := newProcess(child, acct)
 	if err != nil {
 		p.log.Error("post-auth: cannot start", "err", err)
 		return 1
@@ -91,14 +95,29 @@ type process struct {
 
 	reporter *ipc.MetricsReporter // nil without metrics
 	pamEnv   []string             // from the PAM session keeper, for every session
+	account  *connection.Account  // resolved before a chroot, for every session
 }
 
-func newProcess(child *ipc.Child) (*process, error) {
+// confine enters the process's ChrootDirectory, if any, having resolved
+// the user's account first: inside, the host's user database is out of
+// reach.
+func confine(cfg *ipc.ChildConfig) (*connection.Account, error) {
+	if cfg.Chroot == "" {
+		return nil, nil
+	}
+	acct, err := connection.ResolveAccount(cfg.User)
+	if err != nil {
+		return nil, err
+	}
+	return acct, sandbox.Chroot(cfg.Chroot)
+}
+
+func newProcess(child *ipc.Child, acct *connection.Account) (*process, error) {
 	cfg := child.Config
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv()}
+		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv(), account: acct}
 	metrics, reporter := child.Metrics()
 	p.reporter = reporter
 	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
@@ -202,6 +221,9 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		return err
 	}
 	cfg.Logger = log
+	if p.account != nil {
+		cfg.Account = p.account
+	}
 	cfg.SetEnv = append(p.pamEnv, cfg.SetEnv...) // the PAM session's, then the configuration's
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -170,5 +171,41 @@ func TestOpenAs(t *testing.T) {
 		if b, err := os.ReadFile(secret); err != nil || string(b) != "root only" {
 			t.Fatalf("after OpenAs, root reads its file: %q %v", b, err)
 		}
+	}
+}
+
+// TestCheckChroot: OpenSSH's ownership rules for ChrootDirectory.
+func TestCheckChroot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chroot directories must be root's")
+	}
+	// Not under /tmp: it is writable by everyone, so no chroot there passes.
+	base, err := os.MkdirTemp("/var/lib", "offload-chroot-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	if err := CheckChroot("/tmp"); !errors.Is(err, ErrChrootUnsafe) {
+		t.Errorf("/tmp (mode 1777): %v, want ErrChrootUnsafe", err)
+	}
+	good := base + "/jail"
+	os.Mkdir(good, 0o755)
+	if err := CheckChroot(good); err != nil {
+		t.Fatalf("a root-owned 0755 chain refused: %v", err)
+	}
+	for name, setup := range map[string]func(string){
+		"group-writable":  func(p string) { os.Chmod(p, 0o775) },
+		"owned by a user": func(p string) { os.Chown(p, 1000, 1000) },
+	} {
+		p := base + "/" + strings.ReplaceAll(name, " ", "-")
+		os.Mkdir(p, 0o755)
+		setup(p)
+		if err := CheckChroot(p); !errors.Is(err, ErrChrootUnsafe) {
+			t.Errorf("%s: %v, want ErrChrootUnsafe", name, err)
+		}
+	}
+	if err := CheckChroot("relative/dir"); err == nil {
+		t.Error("a relative path was accepted")
 	}
 }

@@ -461,3 +461,51 @@ func TestUnprivilegedDaemon(t *testing.T) {
 		t.Fatalf("worker: Uid %s NoNewPrivs %s Seccomp %s", ws["Uid"], ws["NoNewPrivs"], ws["Seccomp"])
 	}
 }
+
+// TestChrootDirectory: with ChrootDirectory (per Match block, with %u),
+// the user's post-auth process is confined to it: SFTP sees the chroot as
+// /, files land inside it, and /proc shows the process's root there. A
+// chroot the user could write to is refused, as OpenSSH refuses it.
+func TestChrootDirectory(t *testing.T) {
+	testenv.LookPath(t, "sftp", "Debian package openssh-client")
+	a := newAccount(t)
+	base, err := os.MkdirTemp("/var/lib", "offload-chroot") // not /tmp: everyone may write there
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	jail := filepath.Join(base, a.Username)
+	os.Mkdir(jail, 0o755)
+	upload := filepath.Join(jail, "upload")
+	os.Mkdir(upload, 0o755)
+	os.Chown(upload, a.uid, a.uid)
+	os.WriteFile(filepath.Join(jail, "inside"), []byte("x"), 0o644)
+	d := startDaemon(t, nil, "Match User "+a.Username, "\tChrootDirectory "+base+"/%u")
+	batch := filepath.Join(t.TempDir(), "batch")
+	os.WriteFile(batch, []byte("ls /\nput "+batch+" /upload/put-file\n"), 0o644)
+	cmd := exec.Command("sftp", "-b", batch, "-P", d.port, "-i", a.key, "-o", "IdentitiesOnly=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", a.Username+"@127.0.0.1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sftp: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "inside") || strings.Contains(string(out), "etc") {
+		t.Fatalf("sftp's / is not the chroot: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(upload, "put-file")); err != nil {
+		t.Fatalf("the upload did not land inside the chroot: %v", err)
+	}
+	for _, pid := range d.children("offload-sshd: " + a.Username) {
+		if root, _ := os.Readlink(fmt.Sprintf("/proc/%d/root", pid)); root != jail {
+			t.Fatalf("post-auth process %d has root %q, want %s", pid, root, jail)
+		}
+	}
+	os.Chmod(jail, 0o775) // group-writable: unsafe
+	if _, _, code := d.ssh(a, "true"); code == 0 {
+		t.Fatal("a login into an unsafe chroot succeeded")
+	}
+	if !strings.Contains(d.log.String(), "bad ownership or modes for chroot directory") {
+		t.Fatal("the unsafe chroot was not logged as OpenSSH logs it")
+	}
+}
