@@ -137,7 +137,7 @@ func (o *options) finish(size, ciphers, clients, servers, only string) error {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
 			o.servers = nil
-		case srvOpenSSH, srvOffload, srvSoftware, srvPKCS11, srvWindow:
+		case srvOpenSSH, srvOffload, srvInProc, srvSoftware, srvPKCS11, srvWindow:
 			if o.servers != nil {
 				o.servers[s] = true
 			}
@@ -157,7 +157,7 @@ func (o *options) wantServer(name string) bool { return o.servers == nil || o.se
 
 // wantOffload reports whether any offload server is selected.
 func (o *options) wantOffload() bool {
-	return o.wantServer(srvOffload) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11) || o.wantServer(srvWindow)
+	return o.wantServer(srvOffload) || o.wantServer(srvInProc) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11) || o.wantServer(srvWindow)
 }
 
 // listFlag collects a repeatable string flag.
