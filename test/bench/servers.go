@@ -133,7 +133,11 @@ type server struct {
 	cmd    *exec.Cmd
 	log    string
 	meter  cpuMeter
-	exited chan struct{}
+	// resident is how many children the server keeps while idle: 0 for
+	// OpenSSH (a process per connection, gone with it), the pre-auth
+	// workers for separated offload.
+	resident int
+	exited   chan struct{}
 	argv   []string
 	config string
 }
@@ -180,7 +184,14 @@ func startServer(ctx context.Context, s serverSpec, w *workspace, t *tools, offl
 		sv.stop()
 		return nil, err
 	}
+	sv.resident = sv.meter.Children()
 	return sv, nil
+}
+
+// settle waits until only the server's resident children are left (a
+// separated offload's post-auth processes end after their linger).
+func (s *server) settle(limit time.Duration) error {
+	return s.meter.Settle(s.resident, limit)
 }
 
 // freePort asks the kernel for a port that is free right now.

@@ -408,7 +408,7 @@ type ProxyCeiling struct {
 func (b *bench) idle(ctx context.Context, sv *server, n int) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := sv.meter.Settle(0, 30*time.Second); err != nil {
+	if err := sv.settle(30 * time.Second); err != nil {
 		return Sample{}, err
 	}
 	before, err := treeRSS("/proc", sv.meter.pid)
