@@ -26,6 +26,7 @@ import (
 // authorized_keys file for the current user.
 type opensshClient struct {
 	ssh, key, authorizedKeys, user string
+	env                            []string // added to the client's environment
 }
 
 func newOpenSSHClient(t *testing.T) *opensshClient {
@@ -73,6 +74,9 @@ func (c *opensshClient) run(t *testing.T, addr, bind string, stdin io.Reader, op
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.ssh, argv...)
+	if c.env != nil {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err := cmd.Run()

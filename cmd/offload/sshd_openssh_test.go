@@ -17,8 +17,8 @@ import (
 // features offload refuses (it says what it does: off), its pid file
 // default, and what 9.2 lacks or has that 10 changed.
 var printDiffAllowed = []string{"ciphers", "macs", "kexalgorithms", "hostkeyalgorithms", "pubkeyacceptedalgorithms",
-	"casignaturealgorithms", "hostbasedacceptedalgorithms", "allowagentforwarding", "allowstreamlocalforwarding",
-	"compression", "ipqos", "permituserrc", "printlastlog", "printmotd", "pidfile", "permitrootlogin",
+	"casignaturealgorithms", "hostbasedacceptedalgorithms",
+	"compression", "ipqos", "printlastlog", "pidfile", "permitrootlogin",
 	// Passwords are off unless configured (OpenSSH: on).
 	"passwordauthentication", "kbdinteractiveauthentication",
 	// Only in one of them: GSSAPI and Kerberos (Debian's build has them,
@@ -41,8 +41,15 @@ func TestPrintMatchesOpenSSH(t *testing.T) {
 		"AllowUsers alice bob\nAcceptEnv LANG LC_*\nBanner " + banner + "\nClientAliveInterval 30\n" +
 		"Subsystem sftp internal-sftp\nPasswordAuthentication no\nUsePAM yes\nLogLevel VERBOSE\nMaxStartups 5:50:20\n" +
 		"RekeyLimit 1G 1h\nAuthorizedKeysFile .ssh/authorized_keys /etc/ssh/keys/%u\nUseDNS no\nStreamLocalBindMask 0117\n" +
+		"X11Forwarding yes\nX11DisplayOffset 20\nXAuthLocation /usr/bin/xauth\nPermitListen 8080 localhost:*\nPermitOpen db:5432\n" +
+		"GatewayPorts clientspecified\nPermitUserEnvironment LANG,LC_*\nStreamLocalBindUnlink yes\nUnusedConnectionTimeout 10m\n" +
+		"SetEnv TZ=UTC\nPrintMotd no\nChannelTimeout session:*=5m global=1h\n" +
 		"Match User alice Address 192.0.2.0/24\n\tMaxSessions 2\n\tAllowTcpForwarding no\n\tBanner none\n" +
-		"Match LocalPort 2222 User bob\n\tMaxAuthTries 1\n\tAcceptEnv TZ\n"
+		"\tPermitTTY no\n\tForceCommand internal-sftp -R\n\tX11UseLocalhost no\n\tAllowAgentForwarding no\n\tSetEnv FOO=bar\n" +
+		"\tAllowStreamLocalForwarding local\n\tStreamLocalBindMask 0111\n\tDisableForwarding yes\n\tPermitUserRC no\n" +
+		"\tPermitOpen none\n\tPermitListen 9000\n\tGatewayPorts no\n\tX11DisplayOffset 30\n\tChannelTimeout none\n" +
+		"Match LocalPort 2222 User bob\n\tMaxAuthTries 1\n\tAcceptEnv TZ\n\tX11Forwarding no\n\tUnusedConnectionTimeout none\n" +
+		"\tStreamLocalBindUnlink no\n\tForceCommand /usr/bin/printenv SSH_ORIGINAL_COMMAND\n"
 	writeFileT(t, dir, "banner", "hello\n")
 	cfg := writeFileT(t, dir, "sshd_config", text)
 	for _, spec := range []string{"user=alice,addr=192.0.2.9,host=h,laddr=127.0.0.1,lport=2222",

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/user"
@@ -288,18 +289,73 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	for _, s := range c.Subsystems {
 		cc.Subsystems[s.Name] = s.Command
 	}
+	sessionSettings(c, cc)
+	forwardSettings(c, cc)
+	x11Settings(c, cc)
 	if c.DisableForwarding {
 		disableForwarding(cc)
 	}
 	return cc
 }
 
+// sessionSettings translates the keywords of sessions: ForceCommand,
+// PermitTTY, PermitUserRC, PrintMotd, SetEnv, PermitUserEnvironment
+// (~/.ssh/environment; auth passes environment= options, which the
+// connection layer filters by the same patterns), ChannelTimeout and
+// UnusedConnectionTimeout.
+func sessionSettings(c *config.Config, cc *connection.Config) {
+	cc.ForceCommand = c.ForceCommand
+	cc.NoTTY, cc.NoUserRC, cc.NoMotd = !c.PermitTTY, !c.PermitUserRC, !c.PrintMotd
+	cc.SetEnv = c.SetEnv
+	switch {
+	case c.PermitUserEnvironmentList != nil:
+		cc.PermitUserEnvironment = c.PermitUserEnvironmentList
+	case c.PermitUserEnvironment:
+		cc.PermitUserEnvironment = []string{"*"}
+	}
+	cc.ChannelTimeouts = channelTimeouts(c.ChannelTimeout)
+	cc.UnusedConnectionTimeout = c.UnusedConnectionTimeout
+}
+
+// channelTimeouts splits ChannelTimeout's type=interval entries (checked
+// by the parser).
+func channelTimeouts(entries []string) []connection.ChannelTimeout {
+	var out []connection.ChannelTimeout
+	for _, e := range entries {
+		typ, iv, _ := strings.Cut(e, "=")
+		d, _ := config.ParseTime(iv)
+		out = append(out, connection.ChannelTimeout{Type: typ, Timeout: d})
+	}
+	return out
+}
+
+// forwardSettings translates the forwarding keywords other than
+// AllowTcpForwarding and DisableForwarding.
+func forwardSettings(c *config.Config, cc *connection.Config) {
+	cc.AllowStreamLocalForwarding, _ = connection.ParseTCPForwarding(c.AllowStreamLocalForwarding) // checked by the parser
+	cc.GatewayPorts, _ = connection.ParseGatewayPorts(c.GatewayPorts)
+	cc.PermitOpen, cc.PermitListen = c.PermitOpen, c.PermitListen
+	mask := fs.FileMode(c.StreamLocalBindMask)
+	cc.StreamLocalBindMask = &mask
+	cc.StreamLocalBindUnlink = c.StreamLocalBindUnlink
+	cc.NoAgentForwarding = !c.AllowAgentForwarding
+}
+
+// x11Settings translates X11Forwarding, X11DisplayOffset, X11UseLocalhost
+// and XAuthLocation.
+func x11Settings(c *config.Config, cc *connection.Config) {
+	off := c.X11DisplayOffset
+	cc.X11Forwarding, cc.X11DisplayOffset, cc.X11NoLocalhost = c.X11Forwarding, &off, !c.X11UseLocalhost
+	cc.XAuthLocation = c.XAuthLocation
+}
+
 // disableForwarding turns off every kind of forwarding the connection
-// layer has (DisableForwarding yes). A forwarding kind added to
-// connection.Config must be turned off here too.
+// layer has (DisableForwarding yes): TCP, Unix sockets, agent and X11. A
+// forwarding kind added to connection.Config must be turned off here too.
 func disableForwarding(cc *connection.Config) {
-	cc.AllowTCPForwarding = connection.ForwardNone
-	cc.DisableForwarding = true // also Unix sockets, agent and X11
+	cc.AllowTCPForwarding, cc.AllowStreamLocalForwarding = connection.ForwardNone, connection.ForwardNone
+	cc.NoAgentForwarding, cc.X11Forwarding = true, false
+	cc.DisableForwarding = true // the connection layer's own switch for all of them
 }
 
 // daemonView is what the daemon takes from a configuration itself, as it

@@ -19,7 +19,6 @@ import (
 // rest of the file starts. Whoever implements one removes it here; the
 // tests fail while a keyword is listed that no longer stops the start.
 var pendingStock = map[string]string{
-	"X11Forwarding":   "connection: X11 forwarding",
 	"RequiredRSASize": "auth: RSA minimum other than 1024 bits",
 }
 
@@ -99,8 +98,15 @@ func TestStockAndHardenedConfigsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.PasswordAuthentication || !c.UsePAM || c.KbdInteractiveAuthentication || !c.DisableForwarding ||
-		c.Subsystem("sftp") != "/usr/lib/openssh/sftp-server" || !slices.Equal(c.AcceptEnv, []string{"LANG", "LC_*"}) {
+		c.Subsystem("sftp") != "/usr/lib/openssh/sftp-server" || !slices.Equal(c.AcceptEnv, []string{"LANG", "LC_*"}) ||
+		!c.X11Forwarding || c.PrintMotd {
 		t.Errorf("stock settings not in effect: %+v", c)
+	}
+	// X11Forwarding yes is the stock file's, DisableForwarding yes the CIS
+	// drop-in's, which wins, as in OpenSSH; PrintMotd no leaves the motd
+	// to pam_motd.
+	if cc := connectionConfig(c, nil); cc.X11Forwarding || !cc.NoAgentForwarding || !cc.DisableForwarding || !cc.NoMotd {
+		t.Errorf("stock connection settings: %+v", cc)
 	}
 }
 

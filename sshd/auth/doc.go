@@ -101,7 +101,8 @@
 // with ssh.ParseAuthorizedKey; the options are interpreted here: from=
 // (address, CIDR or wildcard patterns with ! negation, matched against the
 // client address, no DNS), command=, environment= (only with
-// PermitUserEnvironment), permitopen=, expiry-time= (YYYYMMDD[HHMM[SS]] in
+// PermitUserEnvironment), permitopen=, permitlisten= ([host:]port, a bare
+// port meaning any host), expiry-time= (YYYYMMDD[HHMM[SS]] in
 // local time, or UTC with a trailing Z), no-pty, no-port-forwarding,
 // no-agent-forwarding, no-X11-forwarding, no-user-rc, restrict and the
 // re-enabling pty, port-forwarding, agent-forwarding, X11-forwarding,
@@ -109,7 +110,7 @@
 // no-touch-required (for security keys, whose signatures offload verifies
 // itself so that their user-presence and user-verification flags are
 // checked against these options). A line with
-// any other option (permitlisten=, tunnel=, ...) is ignored and logged:
+// any other option (tunnel=, ...) is ignored and logged:
 // offload fails closed rather than dropping a restriction. Lines whose
 // from= or expiry-time= refuse the connection do not stop the search.
 //
@@ -148,7 +149,7 @@
 // time (CommandTimeout) and output (MaxFileSize), which OpenSSH's are not,
 // and run with only PATH in their environment. PAM prompts are one per round (see package pam).
 // A PAM account refusal sends SSH_MSG_DISCONNECT where OpenSSH just
-// closes the connection. permitlisten= and tunnel=
+// closes the connection. tunnel=
 // lines are refused (see above). Unknown users are answered like real
 // ones, but skip the file reads and the password callback.
 //

@@ -78,6 +78,7 @@ func normalizeBools(p []byte, r *Request) []byte {
 func FuzzAuthorizedKeysLine(f *testing.F) {
 	f.Add(`restrict,pty,command="echo \"x\"",from="10.0.0.0/8,!10.1.*" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBpcZF9lq8Op0NRbbyvtnQdsSrC6WqW5Jbi3ctoNQkNk c`)
 	f.Add(`expiry-time="20991231Z",permitopen="[::1]:22",environment="A=b" ssh-ed25519 AAAA`)
+	f.Add(`permitlisten="8080",permitlisten="[::1]:*",no-pty ssh-ed25519 AAAA`)
 	f.Add(`cert-authority,principals="a,b" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBpcZF9lq8Op0NRbbyvtnQdsSrC6WqW5Jbi3ctoNQkNk`)
 	f.Fuzz(func(t *testing.T, line string) {
 		if l, err := parseAuthorizedKeysLine([]byte(line)); err == nil && l != nil {

@@ -343,7 +343,7 @@ func restrictToPasswordChange(p *perm.Permissions) {
 	p.ForceCommand = passwdCommand
 	p.NoPortForwarding, p.NoAgentForwarding, p.NoX11Forwarding, p.NoUserRC = true, true, true, true
 	p.NoPTY = false
-	p.PermitOpen = []string{}
+	p.PermitOpen, p.PermitListen = []string{}, []string{}
 }
 
 // mergePerms combines the permissions of the methods of one login: the
@@ -361,6 +361,9 @@ func mergePerms(a, b *perm.Permissions) *perm.Permissions {
 	}
 	if a.PermitOpen == nil {
 		a.PermitOpen = b.PermitOpen
+	}
+	if a.PermitListen == nil {
+		a.PermitListen = b.PermitListen
 	}
 	a.Environment = append(a.Environment, b.Environment...)
 	a.NoPTY = a.NoPTY || b.NoPTY

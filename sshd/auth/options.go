@@ -20,6 +20,7 @@ type keyOptions struct {
 	from          []string // each a pattern list; all must match
 	expiry        *time.Time
 	permitOpen    []string
+	permitListen  []string
 	principals    []string // nil: not given
 	verify        bool     // verify-required
 	noTouch       bool     // no-touch-required
@@ -136,6 +137,8 @@ func (o *keyOptions) applyValue(name, value string) error {
 		return o.setExpiry(value)
 	case "permitopen":
 		return o.addPermitOpen(value)
+	case "permitlisten":
+		return o.addPermitListen(value)
 	case "principals":
 		return o.addPrincipals(value)
 	default:
@@ -189,6 +192,24 @@ func (o *keyOptions) addPermitOpen(v string) error {
 		return fmt.Errorf("%w: permitopen port %s", errOptionValue, quote(port))
 	}
 	o.permitOpen = append(o.permitOpen, v)
+	return nil
+}
+
+// addPermitListen accepts [host:]port as OpenSSH does: a bare port means
+// any listen host ("*:port"); the port is a number or '*'.
+func (o *keyOptions) addPermitListen(v string) error {
+	if !strings.Contains(v, ":") {
+		v = "*:" + v
+	}
+	i := strings.LastIndexByte(v, ':')
+	host, port := v[:i], v[i+1:]
+	if host == "" || strings.HasPrefix(host, "[") != strings.HasSuffix(host, "]") || host == "[]" {
+		return fmt.Errorf("%w: permitlisten host %s", errOptionValue, quote(host))
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); port != "*" && (err != nil || n == 0) {
+		return fmt.Errorf("%w: permitlisten port %s", errOptionValue, quote(port))
+	}
+	o.permitListen = append(o.permitListen, v)
 	return nil
 }
 
@@ -282,7 +303,7 @@ func (o *keyOptions) allows(addr netip.Addr, now time.Time) error {
 
 // permissions converts the options into perm.Permissions for user.
 func (o *keyOptions) permissions(user string, keepEnv bool) *perm.Permissions {
-	p := &perm.Permissions{User: user, PermitOpen: o.permitOpen,
+	p := &perm.Permissions{User: user, PermitOpen: o.permitOpen, PermitListen: o.permitListen,
 		NoPTY: o.noPTY, NoPortForwarding: o.noPortForwarding, NoAgentForwarding: o.noAgentForwarding,
 		NoX11Forwarding: o.noX11Forwarding, NoUserRC: o.noUserRC}
 	if o.command != nil {

@@ -30,6 +30,10 @@ func TestParseOptionsPermissions(t *testing.T) {
 		{"pty,restrict", perm.Permissions{NoPTY: true, NoPortForwarding: true, NoAgentForwarding: true, NoX11Forwarding: true, NoUserRC: true}},
 		{`command="echo \"hi, there\" \\n"`, perm.Permissions{ForceCommand: `echo "hi, there" \\n`}},
 		{`permitopen="db:5432",permitopen="[::1]:*"`, perm.Permissions{PermitOpen: []string{"db:5432", "[::1]:*"}}},
+		{`permitlisten="8080",permitlisten="localhost:*",permitlisten="[::1]:22"`,
+			perm.Permissions{PermitListen: []string{"*:8080", "localhost:*", "[::1]:22"}}},
+		{`restrict,permitlisten="*"`, perm.Permissions{PermitListen: []string{"*:*"}, NoPTY: true, NoPortForwarding: true,
+			NoAgentForwarding: true, NoX11Forwarding: true, NoUserRC: true}},
 		{`environment="A=1",environment="B_2=x=y"`, perm.Permissions{Environment: []string{"A=1", "B_2=x=y"}}},
 	} {
 		o, err := parseOptions(splitOptionList(tc.opts))
@@ -55,7 +59,9 @@ func TestParseOptionsRejects(t *testing.T) {
 		`from=""`, `permitopen="host"`, `permitopen="host:0"`, `permitopen="host:99999"`, `permitopen=":80"`, `permitopen="[::1:80"`,
 		`expiry-time="2025"`, `expiry-time="2025013"`, `expiry-time="20251340"`, `expiry-time="2025-01-01"`,
 		`principals="a,,b"`,
-		"permitlisten=\"8080\"", "tunnel=\"1\"", "no-such-option", "=x", "",
+		`permitlisten="0"`, `permitlisten="host:0"`, `permitlisten="70000"`, `permitlisten=":80"`, `permitlisten="[::1:80"`,
+		`permitlisten="host:"`, `permitlisten=""`, `permitlisten="x"`,
+		"tunnel=\"1\"", "no-such-option", "=x", "",
 	} {
 		_, err := parseOptions([]string{opts})
 		var oe *OptionError

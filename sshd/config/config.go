@@ -79,7 +79,11 @@ type Config struct {
 	IgnoreRhosts                    string // yes, no, shosts-only
 	IgnoreUserKnownHosts            bool
 	StrictModes                     bool // check modes and owners of authorized_keys and its directories
-	PermitUserEnvironment           bool // honour authorized_keys environment= options
+	// PermitUserEnvironment turns on ~/.ssh/environment and authorized_keys
+	// environment= options (yes or a pattern list); the list, when given,
+	// holds the patterns of the variable names accepted.
+	PermitUserEnvironment     bool
+	PermitUserEnvironmentList []string
 	// PubkeyAcceptedAlgorithms and CASignatureAlgorithms are the user key
 	// and certificate-signing algorithms accepted.
 	PubkeyAcceptedAlgorithms []string
@@ -185,6 +189,7 @@ const (
 	DefaultAllowTCPForwarding = "yes"
 	DefaultLogLevel           = "INFO"
 	DefaultSyslogFacility     = "AUTH"
+	DefaultXAuthLocation      = "/usr/bin/xauth" // Debian's, as sshd -T prints it
 	InternalSFTP              = "internal-sftp"
 )
 

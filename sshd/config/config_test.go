@@ -52,8 +52,15 @@ func TestDefaults(t *testing.T) {
 	if !slices.Equal(c.HostKeys, DefaultHostKeys) || !slices.Equal(c.AuthorizedKeysFile, []string{".ssh/authorized_keys", ".ssh/authorized_keys2"}) {
 		t.Errorf("file defaults (sshd's) wrong: %v %v", c.HostKeys, c.AuthorizedKeysFile)
 	}
+	// Session and forwarding defaults are OpenSSH's.
+	if c.X11Forwarding || !c.AllowAgentForwarding || !c.PrintMotd || c.AllowStreamLocalForwarding != "yes" || !c.PermitTTY ||
+		!c.PermitUserRC || c.XAuthLocation != "/usr/bin/xauth" || c.X11DisplayOffset != 10 || !c.X11UseLocalhost ||
+		c.StreamLocalBindMask != 0o177 || c.GatewayPorts != "no" || c.PermitOpen != nil || c.PermitListen != nil ||
+		c.ForceCommand != "" || c.SetEnv != nil || c.ChannelTimeout != nil || c.UnusedConnectionTimeout != 0 {
+		t.Errorf("session and forwarding defaults wrong: %+v", c)
+	}
 	// Refused features default to what offload does: off.
-	if c.X11Forwarding || c.AllowAgentForwarding || c.PrintMotd || c.AllowStreamLocalForwarding != "no" || !c.PermitTTY {
+	if c.Compression != "no" || c.PermitTunnel != "no" || c.ExposeAuthInfo {
 		t.Errorf("refused defaults wrong: %+v", c)
 	}
 	if slices.Contains(c.KexAlgorithms, "ecdh-sha2-nistp256") || c.KexAlgorithms[0] != "mlkem768x25519-sha256" {
@@ -285,11 +292,21 @@ func TestLineErrors(t *testing.T) {
 		is                 error
 	}{
 		{"Bogus yes", "Bogus", "unknown keyword", ErrUnknownKeyword},
-		{"X11Forwarding yes", "X11Forwarding", `X11 forwarding (X11Forwarding yes) is not implemented in offload; only "X11Forwarding no" is accepted`, ErrNotImplemented},
-		{"X11Forwarding yes", "X11Forwarding", "X11 forwarding", ErrNotImplemented},
-		{"SetEnv A=b", "SetEnv", "SetEnv (SetEnv A=b) is not implemented in offload", ErrNotImplemented},
+		{"Compression yes", "Compression", `compression (Compression yes) is not implemented in offload; only "Compression no" is accepted`, ErrNotImplemented},
+		{"LogVerbose kex.c:*:1000", "LogVerbose", "LogVerbose (LogVerbose kex.c:*:1000) is not implemented in offload", ErrNotImplemented},
 		{"ListenAddress 127.0.0.1 rdomain blue", "ListenAddress", "routing domain", ErrNotImplemented},
-		{"PermitUserEnvironment LANG,LC_*", "PermitUserEnvironment", "pattern list", ErrNotImplemented},
+		{"ForceCommand internal-sftp -e", "ForceCommand", "logging to stderr (-e)", ErrNotImplemented},
+		{"ForceCommand internal-sftp -x", "ForceCommand", "unknown option -x", nil},
+		{"ForceCommand internal-sftp -u 999", "ForceCommand", "internal-sftp", nil},
+		{"SetEnv A", "SetEnv", "not NAME=value", nil},
+		{"SetEnv =x", "SetEnv", "not NAME=value", nil},
+		{"PermitListen 80 none", "PermitListen", "alone", nil},
+		{"PermitListen host:x", "PermitListen", "bad port", nil},
+		{"PermitOpen host", "PermitOpen", "not host:port", nil},
+		{"ChannelTimeout session", "ChannelTimeout", "not type=interval", nil},
+		{"ChannelTimeout session=5x", "ChannelTimeout", "unknown time unit", nil},
+		{"GatewayPorts sometimes", "GatewayPorts", "not one of", nil},
+		{"X11DisplayOffset -1", "X11DisplayOffset", "out of range", nil},
 		{"Port", "Port", "missing argument", nil},
 		{"Port 0", "Port", "out of range", nil},
 		{"Port 22 23", "Port", "takes 1 argument", nil},

@@ -96,6 +96,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("AcceptEnv LANG LC_*\nSubsystem sftp internal-sftp\nProviderMap aes128-gcm=cpu\n", "Port 2")
 	f.Add("RekeyLimit 1G 1h\nMaxStartups 1:2:3\nLoginGraceTime 1h30m\n", "")
 	f.Add("Banner \"a b\"\nAllowUsers a b@10.0.0.0/8\nProviderDeny aes128-ctr software\n", "Ciphers=^aes256-ctr")
+	f.Add("SetEnv A=1 \"B=x y\" A=2\nPermitListen 8080 localhost:*\nPermitUserEnvironment LANG,!LC_ALL\n", "ChannelTimeout=session=5m")
+	f.Add("ForceCommand internal-sftp -R -l INFO\nXAuthLocation none\nStreamLocalBindMask 0117\n", "PermitOpen=none")
 	f.Fuzz(func(t *testing.T, text, override string) {
 		if strings.Contains(strings.ToLower(text), "include") {
 			t.Skip("Include reads files; TestInclude covers it")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/offload/offload/sshd/sftp"
 )
 
 // Keywords with their own shapes.
@@ -414,16 +416,104 @@ func rekeyKW() *keyword {
 		}}
 }
 
-// userEnvKW is PermitUserEnvironment: yes or no. sshd also takes a
-// pattern list of variable names, which offload refuses.
+// userEnvKW is PermitUserEnvironment: "yes", "no" (exactly, as sshd
+// compares them) or a pattern list of the variable names accepted
+// ("LANG,LC_*"), which also turns it on.
 func userEnvKW() *keyword {
-	kw := boolKW("PermitUserEnvironment", false, func(c *Config) *bool { return &c.PermitUserEnvironment })
+	return &keyword{name: "PermitUserEnvironment", minArgs: 1, maxArgs: 1,
+		set: func(c *Config, a []string) error {
+			if a[0] == "" {
+				return errors.New("missing argument")
+			}
+			c.PermitUserEnvironment, c.PermitUserEnvironmentList = a[0] != "no", nil
+			if a[0] != "yes" && a[0] != "no" {
+				c.PermitUserEnvironmentList = strings.Split(a[0], ",") // as sshd, unchecked
+			}
+			return nil
+		},
+		def: func(c *Config) { c.PermitUserEnvironment, c.PermitUserEnvironmentList = false, nil },
+		print: func(c *Config) [][]string {
+			if c.PermitUserEnvironmentList != nil {
+				return [][]string{{strings.Join(c.PermitUserEnvironmentList, ",")}}
+			}
+			return [][]string{{formatBool(c.PermitUserEnvironment)}}
+		}}
+}
+
+// xauthKW is XAuthLocation: the xauth program, or none for none (then
+// X11 forwarding is refused, as by sshd).
+func xauthKW() *keyword {
+	kw := stringKW("XAuthLocation", DefaultXAuthLocation, func(c *Config) *string { return &c.XAuthLocation })
 	set := kw.set
 	kw.set = func(c *Config, a []string) error {
-		if a[0] != "yes" && a[0] != "no" {
-			return notImplemented("a PermitUserEnvironment pattern list (%s)", a[0])
+		if strings.EqualFold(a[0], "none") {
+			c.XAuthLocation = "none"
+			return nil
 		}
 		return set(c, a)
+	}
+	return kw
+}
+
+// forceCommandKW is ForceCommand: the rest of the line, or none. A forced
+// internal-sftp's flags are checked as Subsystem's are.
+func forceCommandKW() *keyword {
+	kw := commandKW("ForceCommand", false, func(c *Config) *string { return &c.ForceCommand })
+	set := kw.set
+	kw.set = func(c *Config, a []string) error {
+		if f := strings.Fields(a[0]); len(f) > 0 && f[0] == InternalSFTP {
+			words, err := sftp.SplitArgs(strings.TrimSpace(a[0]))
+			if err != nil {
+				return fmt.Errorf("internal-sftp: %w", err)
+			}
+			if err := checkInternalSFTP(words[1:]); err != nil {
+				return err
+			}
+		}
+		return set(c, a)
+	}
+	return kw
+}
+
+// setEnvKW is SetEnv: NAME=value words, the first line winning and, as in
+// sshd, the first of a name on it (later ones are dropped).
+func setEnvKW() *keyword {
+	kw := wordsKW("SetEnv", "", func(c *Config) *[]string { return &c.SetEnv }, checkSetEnv)
+	set := kw.set
+	kw.set = func(c *Config, a []string) error {
+		var keep []string
+		seen := map[string]bool{}
+		for _, v := range a {
+			name, _, _ := strings.Cut(v, "=")
+			if !seen[name] {
+				seen[name] = true
+				keep = append(keep, v)
+			}
+		}
+		if len(keep) == 0 {
+			keep = a // empty words: let the check refuse them
+		}
+		return set(c, keep)
+	}
+	return kw
+}
+
+// permitKW is PermitOpen (host:port) or PermitListen ([host:]port): "any"
+// (stored as nil), "none", or entries; a bare PermitListen port is stored
+// as "*:port", as sshd does.
+func permitKW(name string, field func(*Config) *[]string, listen bool) *keyword {
+	kw := wordsKW(name, "any", field, checkPermitOpen(listen))
+	set := kw.set
+	kw.set = func(c *Config, a []string) error {
+		if err := set(c, a); err != nil || !listen {
+			return err
+		}
+		for i, v := range *field(c) {
+			if v != "none" && !strings.Contains(v, ":") {
+				(*field(c))[i] = "*:" + v
+			}
+		}
+		return nil
 	}
 	return kw
 }

@@ -49,8 +49,8 @@ var keywords = []*keyword{
 		supported("auth.Config.PAM.Service").eg("login"),
 	timeKW("LoginGraceTime", DefaultLoginGraceTime, false, func(c *Config) *time.Duration { return &c.LoginGraceTime }).
 		supported("sshd.Config.LoginGraceTime").eg("30"),
-	intKW("X11DisplayOffset", 0, 1000, 10, func(c *Config) *int { return &c.X11DisplayOffset }).match().
-		inert("X11Forwarding", "X11 display numbers").eg("20"),
+	intKW("X11DisplayOffset", 0, 1000, 10, func(c *Config) *int { return &c.X11DisplayOffset }).perConnection().
+		supported("connection.Config.X11DisplayOffset").eg("20"),
 	intKW("MaxAuthTries", 1, 1000, DefaultMaxAuthTries, func(c *Config) *int { return &c.MaxAuthTries }).perConnection().
 		supported("auth.Config.MaxAuthTries").eg("3"),
 	intKW("MaxSessions", 0, 10000, DefaultMaxSessions, func(c *Config) *int { return &c.MaxSessions }).perConnection().
@@ -61,10 +61,10 @@ var keywords = []*keyword{
 		supported("connection.Config.ClientAliveCountMax").eg("5"),
 	intKW("RequiredRSASize", 1024, 16384, 1024, func(c *Config) *int { return &c.RequiredRSASize }).match().
 		refused("auth", "an RSA minimum other than 1024 bits", "1024").eg("3072"),
-	octalKW("StreamLocalBindMask", 0o177, func(c *Config) *uint32 { return &c.StreamLocalBindMask }).match().
-		inert("AllowStreamLocalForwarding", "the mode of forwarded Unix sockets").eg("0117"),
-	timeKW("UnusedConnectionTimeout", 0, true, func(c *Config) *time.Duration { return &c.UnusedConnectionTimeout }).match().
-		refused("connection", "closing connections without channels", "none").eg("5m"),
+	octalKW("StreamLocalBindMask", 0o177, func(c *Config) *uint32 { return &c.StreamLocalBindMask }).perConnection().
+		supported("connection.Config.StreamLocalBindMask").eg("0117"),
+	timeKW("UnusedConnectionTimeout", 0, true, func(c *Config) *time.Duration { return &c.UnusedConnectionTimeout }).perConnection().
+		supported("connection.Config.UnusedConnectionTimeout").eg("5m"),
 	enumKW("PermitRootLogin", DefaultPermitRootLogin, func(c *Config) *string { return &c.PermitRootLogin },
 		[]string{"yes", "prohibit-password", "forced-commands-only", "no"}, map[string]string{"without-password": "prohibit-password"}).
 		perConnection().supported("auth.Config.PermitRootLogin").eg("no"),
@@ -86,17 +86,17 @@ var keywords = []*keyword{
 	boolKW("KbdInteractiveAuthentication", false, func(c *Config) *bool { return &c.KbdInteractiveAuthentication }).perConnection().
 		supported("auth.Config.KbdInteractiveAuthentication").eg("yes"),
 	boolKW("PrintMotd", true, func(c *Config) *bool { return &c.PrintMotd }).
-		refused("connection", "printing /etc/motd at login", "no").eg("yes"),
+		supported("connection.Config.NoMotd (no)").eg("no"),
 	boolKW("PrintLastLog", true, func(c *Config) *bool { return &c.PrintLastLog }).
 		supported("connection.Config.NoLastLog (the records are the monitor's)").eg("no"),
-	boolKW("X11Forwarding", false, func(c *Config) *bool { return &c.X11Forwarding }).match().
-		refused("connection", "X11 forwarding", "no").eg("yes"),
-	boolKW("X11UseLocalhost", true, func(c *Config) *bool { return &c.X11UseLocalhost }).match().
-		inert("X11Forwarding", "the X11 listening address").eg("no"),
-	boolKW("PermitTTY", true, func(c *Config) *bool { return &c.PermitTTY }).match().
-		refused("connection", "refusing pseudo-terminals", "yes").eg("no"),
-	boolKW("PermitUserRC", true, func(c *Config) *bool { return &c.PermitUserRC }).match().
-		refused("connection", "running ~/.ssh/rc at login", "no").eg("yes"),
+	boolKW("X11Forwarding", false, func(c *Config) *bool { return &c.X11Forwarding }).perConnection().
+		supported("connection.Config.X11Forwarding").eg("yes"),
+	boolKW("X11UseLocalhost", true, func(c *Config) *bool { return &c.X11UseLocalhost }).perConnection().
+		supported("connection.Config.X11NoLocalhost (no)").eg("no"),
+	boolKW("PermitTTY", true, func(c *Config) *bool { return &c.PermitTTY }).perConnection().
+		supported("connection.Config.NoTTY (no)").eg("no"),
+	boolKW("PermitUserRC", true, func(c *Config) *bool { return &c.PermitUserRC }).perConnection().
+		supported("connection.Config.NoUserRC (no)").eg("no"),
 	boolKW("StrictModes", true, func(c *Config) *bool { return &c.StrictModes }).
 		supported("auth.Config.IgnoreFileModes").eg("no"),
 	boolKW("TCPKeepAlive", true, func(c *Config) *bool { return &c.TCPKeepAlive }).
@@ -105,22 +105,22 @@ var keywords = []*keyword{
 		supported("auth.Config.PermitEmptyPasswords").eg("yes"),
 	enumKW("Compression", "no", func(c *Config) *string { return &c.Compression }, []string{"yes", "delayed", "no"}, nil).
 		refused("transport", "compression", "no").eg("yes"),
-	enumKW("GatewayPorts", "no", func(c *Config) *string { return &c.GatewayPorts }, []string{"no", "yes", "clientspecified"}, nil).match().
-		refused("connection", "remote forwardings on other addresses than loopback", "no").eg("yes"),
+	enumKW("GatewayPorts", "no", func(c *Config) *string { return &c.GatewayPorts }, []string{"no", "yes", "clientspecified"}, nil).perConnection().
+		supported("connection.Config.GatewayPorts").eg("clientspecified"),
 	boolKW("UseDNS", false, func(c *Config) *bool { return &c.UseDNS }).
 		refused("config", "reverse DNS look-ups of clients", "no").eg("yes"),
 	enumKW("AllowTcpForwarding", DefaultAllowTCPForwarding, func(c *Config) *string { return &c.AllowTCPForwarding },
 		[]string{"yes", "all", "no", "local", "remote"}, nil).perConnection().
 		supported("connection.Config.AllowTCPForwarding").eg("no"),
-	boolKW("AllowAgentForwarding", true, func(c *Config) *bool { return &c.AllowAgentForwarding }).match().
-		refused("connection", "agent forwarding", "no").eg("yes"),
+	boolKW("AllowAgentForwarding", true, func(c *Config) *bool { return &c.AllowAgentForwarding }).perConnection().
+		supported("connection.Config.NoAgentForwarding (no)").eg("no"),
 	boolKW("DisableForwarding", false, func(c *Config) *bool { return &c.DisableForwarding }).perConnection().
 		supported("connection.Config: every forwarding kind off").eg("yes"),
 	enumKW("AllowStreamLocalForwarding", "yes", func(c *Config) *string { return &c.AllowStreamLocalForwarding },
-		[]string{"yes", "all", "no", "local", "remote"}, nil).match().
-		refused("connection", "Unix-domain socket forwarding", "no").eg("yes"),
-	boolKW("StreamLocalBindUnlink", false, func(c *Config) *bool { return &c.StreamLocalBindUnlink }).match().
-		inert("AllowStreamLocalForwarding", "removing stale forwarded Unix sockets").eg("yes"),
+		[]string{"yes", "all", "no", "local", "remote"}, nil).perConnection().
+		supported("connection.Config.AllowStreamLocalForwarding").eg("no"),
+	boolKW("StreamLocalBindUnlink", false, func(c *Config) *bool { return &c.StreamLocalBindUnlink }).perConnection().
+		supported("connection.Config.StreamLocalBindUnlink").eg("yes"),
 	enumKW("FingerprintHash", "SHA256", func(c *Config) *string { return &c.FingerprintHash }, []string{"SHA256", "MD5"}, nil).
 		refused("auth", "MD5 fingerprints in logs", "SHA256").eg("md5"),
 	boolKW("ExposeAuthInfo", false, func(c *Config) *bool { return &c.ExposeAuthInfo }).match().
@@ -131,16 +131,14 @@ var keywords = []*keyword{
 		supported("daemon: pid file").eg("/run/offload-test.pid"),
 	stringKW("ModuliFile", "/etc/ssh/moduli", func(c *Config) *string { return &c.ModuliFile }).
 		supported("sshd.Config.ModuliFile: the groups of diffie-hellman-group-exchange-sha256").eg("/etc/ssh/moduli.safe"),
-	stringKW("XAuthLocation", "/usr/bin/xauth", func(c *Config) *string { return &c.XAuthLocation }).
-		inert("X11Forwarding", "the xauth program").eg("/opt/bin/xauth"),
+	xauthKW().supported("connection.Config.XAuthLocation (none: X11 forwarding refused)").eg("/opt/bin/xauth"),
 	algKW("Ciphers", CipherList, func(c *Config) *[]string { return &c.Ciphers }).
 		supported("sshd.Config.Ciphers").eg("aes256-gcm@openssh.com"),
 	algKW("MACs", MACList, func(c *Config) *[]string { return &c.MACs }).
 		supported("sshd.Config.MACs").eg("hmac-sha2-512-etm@openssh.com"),
 	pathKW("Banner", func(c *Config) *string { return &c.Banner }).perConnection().
 		supported("auth.Config.Banner (the file's text)").eg("/etc/issue.net"),
-	commandKW("ForceCommand", false, func(c *Config) *string { return &c.ForceCommand }).match().
-		refused("connection", "forced commands", "none").eg("/usr/bin/true"),
+	forceCommandKW().perConnection().supported("connection.Config.ForceCommand").eg("/usr/bin/true"),
 	pathKW("ChrootDirectory", func(c *Config) *string { return &c.ChrootDirectory }).perConnection().
 		supported("connection.Config.ChrootDirectory (the post-auth process is confined there)").eg("/srv/chroot/%u"),
 	pathKW("TrustedUserCAKeys", func(c *Config) *string { return &c.TrustedUserCAKeys }).perConnection().
@@ -197,14 +195,13 @@ var keywords = []*keyword{
 		supported("auth.Config.DenyGroups").eg("nologin"),
 	listKW("AcceptEnv", "variable pattern", func(c *Config) *[]string { return &c.AcceptEnv }, checkEnvName).perConnection().
 		supported("connection.Config.AcceptEnv").eg("LANG"),
-	wordsKW("SetEnv", "", func(c *Config) *[]string { return &c.SetEnv }, checkSetEnv).match().
-		refused("connection", "SetEnv", "").eg("FOO=bar"),
+	setEnvKW().perConnection().supported("connection.Config.SetEnv").eg("FOO=bar"),
 	wordsKW("AuthenticationMethods", "any", func(c *Config) *[]string { return &c.AuthenticationMethods }, checkAuthMethods).perConnection().
 		supported("auth.Config.AuthenticationMethods").eg("publickey,password"),
 	wordsKW("LogVerbose", "", func(c *Config) *[]string { return &c.LogVerbose }, checkLogVerbose).match().
 		refused("", "LogVerbose", "").eg("kex.c:*:1000"),
-	wordsKW("ChannelTimeout", "none", func(c *Config) *[]string { return &c.ChannelTimeout }, checkChannelTimeout).match().
-		refused("connection", "channel timeouts", "none").eg("session=5m"),
+	wordsKW("ChannelTimeout", "none", func(c *Config) *[]string { return &c.ChannelTimeout }, checkChannelTimeout).perConnection().
+		supported("connection.Config.ChannelTimeouts").eg("session=5m"),
 	subsystemKW().perConnection().supported("connection.Config.Subsystems").eg("backup /usr/bin/backup"),
 	maxStartupsKW().supported("sshd.Config.MaxStartups, DropStartup").eg("5:50:20"),
 	perSourceMaxKW().supported("sshd.Config.Penalties (penalty.Config.MaxStartups)").eg("3"),
@@ -214,11 +211,11 @@ var keywords = []*keyword{
 		refused("", "tun device forwarding", "no").eg("yes"),
 	ipqosKW().match().refused("connection", "IP type-of-service marking", "none").eg("lowdelay throughput"),
 	rekeyKW().match().supported("sshd.Config.RekeyLimit, RekeyInterval").eg("1G 1h"),
-	wordsKW("PermitOpen", "any", func(c *Config) *[]string { return &c.PermitOpen }, checkPermitOpen(false)).match().
-		refused("connection", "PermitOpen restrictions", "any").eg("localhost:80"),
-	wordsKW("PermitListen", "any", func(c *Config) *[]string { return &c.PermitListen }, checkPermitOpen(true)).match().
-		refused("connection", "PermitListen restrictions", "any").eg("8080"),
-	userEnvKW().supported("auth.Config.PermitUserEnvironment").eg("yes"),
+	permitKW("PermitOpen", func(c *Config) *[]string { return &c.PermitOpen }, false).perConnection().
+		supported("connection.Config.PermitOpen").eg("localhost:80"),
+	permitKW("PermitListen", func(c *Config) *[]string { return &c.PermitListen }, true).perConnection().
+		supported("connection.Config.PermitListen").eg("8080"),
+	userEnvKW().supported("auth.Config.PermitUserEnvironment, connection.Config.PermitUserEnvironment").eg("LANG,LC_*"),
 	wordsKW("PubkeyAuthOptions", "none", func(c *Config) *[]string { return &c.PubkeyAuthOptions }, checkPubkeyAuthOptions).match().
 		refused("auth", "PubkeyAuthOptions", "none").eg("verify-required"),
 	penaltiesKW().supported("sshd.Config.Penalties").eg("crash:2m"),

@@ -151,9 +151,12 @@ type Config struct {
 	// SetEnv are NAME=value pairs set in every session, after the client's
 	// and the user's own (SetEnv).
 	SetEnv []string
-	// PermitUserEnvironment lists patterns of variable names read from
-	// ~/.ssh/environment; nil or empty means "no", {"*"} means "yes". The
-	// authorized_keys environment= option is filtered by the auth layer.
+	// PermitUserEnvironment lists patterns (with ! negation) of variable
+	// names read from ~/.ssh/environment; nil or empty means "no", {"*"}
+	// means "yes". The auth layer decides whether authorized_keys
+	// environment= options pass at all (its PermitUserEnvironment); when
+	// this list is not nil, those whose name it does not match are dropped
+	// too, as OpenSSH's pattern-list form does.
 	PermitUserEnvironment []string
 	// NoUserRC skips ~/.ssh/rc (PermitUserRC no); /etc/ssh/sshrc still runs.
 	NoUserRC bool
@@ -221,7 +224,8 @@ type Config struct {
 	// X11NoLocalhost listens for X11 on every address and names the host
 	// in DISPLAY (X11UseLocalhost no).
 	X11NoLocalhost bool
-	// XAuthLocation is the xauth program (default /usr/bin/xauth).
+	// XAuthLocation is the xauth program (default /usr/bin/xauth); "none"
+	// means there is none, so x11-req is refused, as by OpenSSH.
 	XAuthLocation string
 
 	// Logger receives diagnostics; nil discards them.

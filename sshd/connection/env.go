@@ -74,6 +74,14 @@ func parseEnvironmentFile(data []byte, allow []string) ([]string, error) {
 	return out, nil
 }
 
+// keyEnvAllowed reports whether an authorized_keys environment= pair
+// (already let through by the auth layer) is set: always, unless
+// PermitUserEnvironment's patterns do not match its name.
+func (s *settings) keyEnvAllowed(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	return s.PermitUserEnvironment == nil || matchPatternList(s.PermitUserEnvironment, name)
+}
+
 // matchPatternList is OpenSSH's match_pattern_list over a split list: a
 // negated pattern ("!name") that matches refuses, otherwise any matching
 // pattern accepts.

@@ -309,7 +309,9 @@ func (s *session) environ(a *account, orig *string) []string {
 		e.set("SSH_AUTH_SOCK", sock)
 	}
 	for _, kv := range s.m.perm.Environment {
-		e.setPair(kv)
+		if s.m.cfg.keyEnvAllowed(kv) {
+			e.setPair(kv)
+		}
 	}
 	for _, kv := range s.userEnvironment(a) {
 		e.setPair(kv)

@@ -102,7 +102,7 @@ func (s *session) x11Refusal(x x11Request) string {
 	case len(x.proto) > maxX11Proto || len(x.cookie) > maxX11Cookie || !xauthValid(x.proto) || !xauthValid(x.cookie):
 		return "invalid authentication data"
 	}
-	if _, err := os.Stat(m.cfg.XAuthLocation); err != nil {
+	if _, err := os.Stat(m.cfg.XAuthLocation); err != nil || m.cfg.XAuthLocation == "none" {
 		return "no xauth program (" + m.cfg.XAuthLocation + "); cannot forward X11"
 	}
 	return ""

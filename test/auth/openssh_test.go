@@ -198,7 +198,8 @@ func TestOpenSSHOptions(t *testing.T) {
 		{`from="10.0.0.1"`, ""},
 		{`expiry-time="20200101"`, ""},
 		{`expiry-time="29990101"`, "ok"},
-		{`permitlisten="8080"`, ""},
+		{`permitlisten="8080"`, "ok"},
+		{`tunnel="1"`, ""}, // not implemented: the line is ignored, failing closed
 	} {
 		ak := f.write("authorized_keys", tc.opts+" "+pub)
 		s := f.serve(&auth.Config{AuthorizedKeysFiles: []string{ak}})
