@@ -27,12 +27,12 @@ func fakeHome(t *testing.T, p *perm.Permissions) string {
 
 func TestEnvironmentOrder(t *testing.T) {
 	p := self(t)
-	p.Environment = []string{"FROM_KEY=key", "OVER=key"}
+	p.Environment = []string{"FROM_KEY=key", "OVER=key", "NOTALLOWED=key"}
 	home := fakeHome(t, p)
 	os.WriteFile(filepath.Join(home, ".ssh", "environment"),
 		[]byte("# comment\n  USERENV=file\nOVER=file\nNOTALLOWED=x\nbad line\n"), 0o600)
 	cfg := &Config{AcceptEnv: []string{"*"}, SetEnv: []string{"SETENV=admin", "OVER=admin"},
-		PermitUserEnvironment: []string{"USERENV", "OVER", "!NOTALLOWED"}}
+		PermitUserEnvironment: []string{"USERENV", "OVER", "FROM_*", "!NOTALLOWED"}}
 	c := startClient(t, cfg, p)
 	ch := c.session(t)
 	for _, kv := range [][2]string{{"PATH", "/evil"}, {"HOME", "/evil"}, {"CLIENT", "yes"}, {"OVER", "client"}} {
@@ -48,6 +48,28 @@ func TestEnvironmentOrder(t *testing.T) {
 }
 
 func uidOf(t *testing.T) uint32 { return uint32(os.Getuid()) }
+
+// TestKeyEnvironmentPatterns: the key's environment= (which auth let
+// through) is filtered by PermitUserEnvironment's patterns when they are
+// set, as OpenSSH's pattern-list form does, and passes whole without them.
+func TestKeyEnvironmentPatterns(t *testing.T) {
+	p := self(t)
+	p.Environment = []string{"LANG=C", "LC_ALL=C", "LD_PRELOAD=/evil.so"}
+	show := `echo "${LANG-unset} ${LC_ALL-unset} ${LD_PRELOAD-unset}"`
+	for _, tc := range []struct {
+		patterns []string
+		want     string
+	}{
+		{[]string{"LANG", "LC_*", "!LC_ALL"}, "C unset unset\n"},
+		{[]string{"*"}, "C C /evil.so\n"},
+		{nil, "C C /evil.so\n"},
+	} {
+		ch := run(t, startClient(t, &Config{PermitUserEnvironment: tc.patterns}, p), show, nil)
+		if got := ch.stdout.String(); got != tc.want {
+			t.Errorf("PermitUserEnvironment %q: %q, want %q", tc.patterns, got, tc.want)
+		}
+	}
+}
 
 func TestUserEnvironmentOff(t *testing.T) {
 	p := self(t)

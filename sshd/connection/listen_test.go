@@ -421,12 +421,13 @@ func TestX11Refused(t *testing.T) {
 		p       *perm.Permissions
 		payload []byte
 	}{
-		"X11Forwarding no":  {&Config{XAuthLocation: xauth}, self(t), good},
-		"no-x11-forwarding": {&Config{X11Forwarding: true, XAuthLocation: xauth}, &perm.Permissions{User: self(t).User, NoX11Forwarding: true}, good},
-		"no xauth":          {&Config{X11Forwarding: true, XAuthLocation: "/nonexistent/xauth"}, self(t), good},
-		"bad cookie":        {&Config{X11Forwarding: true, XAuthLocation: xauth}, self(t), x11Payload(false, "MIT-MAGIC-COOKIE-1", "00ff\nadd evil", 0)},
-		"DisableForwarding": {&Config{X11Forwarding: true, XAuthLocation: xauth, DisableForwarding: true}, self(t), good},
-		"malformed":         {&Config{X11Forwarding: true, XAuthLocation: xauth}, self(t), good[:5]},
+		"X11Forwarding no":   {&Config{XAuthLocation: xauth}, self(t), good},
+		"no-x11-forwarding":  {&Config{X11Forwarding: true, XAuthLocation: xauth}, &perm.Permissions{User: self(t).User, NoX11Forwarding: true}, good},
+		"no xauth":           {&Config{X11Forwarding: true, XAuthLocation: "/nonexistent/xauth"}, self(t), good},
+		"XAuthLocation none": {&Config{X11Forwarding: true, XAuthLocation: "none"}, self(t), good},
+		"bad cookie":         {&Config{X11Forwarding: true, XAuthLocation: xauth}, self(t), x11Payload(false, "MIT-MAGIC-COOKIE-1", "00ff\nadd evil", 0)},
+		"DisableForwarding":  {&Config{X11Forwarding: true, XAuthLocation: xauth, DisableForwarding: true}, self(t), good},
+		"malformed":          {&Config{X11Forwarding: true, XAuthLocation: xauth}, self(t), good[:5]},
 	} {
 		c := startClient(t, tc.cfg, tc.p)
 		if c.session(t).req("x11-req", true, tc.payload) {
