@@ -1,6 +1,8 @@
 package provider_test
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"fmt"
 
 	"github.com/offload/offload/provider"
@@ -85,4 +87,29 @@ func ExampleRegistry_SetPolicy() {
 	// aes256-gcm -> software - only eligible provider
 	// provider: no provider for aes128-ctr: every candidate is excluded (cpu: denied by "aes128-ctr"; software: denied by "aes128-ctr")
 	// provider: bad policy entry "aes128-gcm=software": is also denied by "software"; remove one of the two
+}
+
+// A FanOut serves one key over several AEADs — a session each on a
+// token's units — so that independent messages proceed at once. It
+// builds a lane only when every lane it has is busy.
+func ExampleNewFanOut() {
+	key := make([]byte, 16)
+	lane := func() (cipher.AEAD, error) {
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, err
+		}
+		return cipher.NewGCM(block)
+	}
+	first, _ := lane()
+	f, err := provider.NewFanOut([]cipher.AEAD{first}, 4, lane)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	ct := f.Seal(nil, make([]byte, 12), []byte("packet"), nil)
+	pt, err := f.Open(nil, make([]byte, 12), ct, nil)
+	fmt.Println(string(pt), err, provider.Lanes(f), f.Active())
+	// Output: packet <nil> 4 1
 }
