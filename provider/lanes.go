@@ -61,13 +61,13 @@ type FanOut struct {
 	done            chan struct{}
 	grow            func() (cipher.AEAD, error)
 
-	mu       sync.Mutex
-	lanes    []cipher.AEAD
-	max      int
-	growing  int
-	retryAt  time.Time
-	growErr  error
-	closed   bool
+	mu      sync.Mutex
+	lanes   []cipher.AEAD
+	max     int
+	growing int
+	retryAt time.Time
+	growErr error
+	closed  bool
 }
 
 var (

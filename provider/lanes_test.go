@@ -75,7 +75,9 @@ func (l *laneAEAD) Seal(dst, nonce, pt, ad []byte) []byte {
 	return out
 }
 
-func (l *laneAEAD) Open(dst, nonce, ct, ad []byte) ([]byte, error) { return l.OpenErr(dst, nonce, ct, ad) }
+func (l *laneAEAD) Open(dst, nonce, ct, ad []byte) ([]byte, error) {
+	return l.OpenErr(dst, nonce, ct, ad)
+}
 
 func (l *laneAEAD) Close() error {
 	if l.closed.Swap(true) {

@@ -76,6 +76,7 @@ type Conn struct {
 	timer     *time.Timer
 	closeOnce sync.Once
 	closed    atomic.Bool
+	piped     atomic.Bool // the write side pipelines: Close writes out what is in flight
 }
 
 var (
@@ -329,20 +330,42 @@ func (c *Conn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		c.flushPipe()
 		err = c.nc.Close()
 		c.wmu.Lock()
 		if c.werr == nil {
 			c.werr = ErrClosed
 		}
 		c.stopTimersLocked()
-		c.wr.c.Close()
-		c.wr.c = noneCipher{}
+		c.wr.install(noneCipher{}, 0, nil)
 		c.queue = nil
 		c.wcond.Broadcast()
 		c.wmu.Unlock()
 		go c.releaseReader()
 	})
 	return err
+}
+
+// flushPipe writes out the packets a pipelined write side still has in
+// flight (a DISCONNECT, the last channel data), within disconnectTimeout.
+func (c *Conn) flushPipe() {
+	if !c.piped.Load() {
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(disconnectTimeout))
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.wr.stopPipe(); err != nil && c.werr == nil {
+		c.werr = err
+	}
+	c.piped.Store(false)
+}
+
+// pipeFailed ends the connection after its write pipeline failed (the
+// token's seal, the socket): nothing more can be sent in order.
+func (c *Conn) pipeFailed(err error) {
+	c.abortErr.CompareAndSwap(nil, &err)
+	c.Close()
 }
 
 func (c *Conn) stopTimersLocked() {
@@ -361,8 +384,7 @@ func (c *Conn) releaseReader() {
 	if c.rerr == nil {
 		c.rerr = ErrClosed
 	}
-	c.rd.c.Close()
-	c.rd.c = noneCipher{}
+	c.rd.install(noneCipher{}, 0)
 	if c.kx != nil && c.kx.rc != nil {
 		c.kx.rc.Close()
 		c.kx.rc = nil

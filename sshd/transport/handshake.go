@@ -173,9 +173,12 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 		wc.Close()
 		return err
 	}
-	old := c.wr.c
-	c.wr.c = wc
-	old.Close()
+	if err := c.wr.install(wc, c.srv.pipeDepth, c.pipeFailed); err != nil {
+		c.werr = err
+		c.wcond.Broadcast()
+		return err
+	}
+	c.piped.Store(c.wr.pipe != nil)
 	if c.strict {
 		c.wr.seq = 0
 	}
@@ -189,9 +192,7 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 }
 
 func (c *Conn) switchRead(rc packetCipher, k keyed) {
-	old := c.rd.c
-	c.rd.c = rc
-	old.Close()
+	c.rd.install(rc, c.srv.pipeDepth) // packets read ahead are read again under rc
 	if c.strict {
 		c.rd.seq = 0
 	}

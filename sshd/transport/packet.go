@@ -55,7 +55,11 @@ type packetReader struct {
 	// network (see Conn.OnReadWait).
 	onWait func()
 	bulk   bool // a packet of bulkPacket bytes or more has come
-	keyed       // what c was built from, for Conn.Export
+	// pipe, when set, reads ahead and opens several packets at once
+	// (pipeline.go).
+	pipe   *readPipe
+	reread int // times packets read ahead were put back (a key change, an export)
+	keyed      // what c was built from, for Conn.Export
 }
 
 // keyed is what a direction's cipher was built from: the negotiated
@@ -97,6 +101,9 @@ func (p *packetReader) growAhead(total int) {
 // read returns the next payload; it aliases the reader's buffer until the
 // next call.
 func (p *packetReader) read() ([]byte, error) {
+	if p.pipe != nil {
+		return p.readPiped()
+	}
 	if err := p.fill(p.buf[:4]); err != nil {
 		return nil, err
 	}
@@ -119,16 +126,26 @@ func (p *packetReader) read() ([]byte, error) {
 	}
 	p.growAhead(total)
 	body, err := guardedOpen(p.c, p.seq, pkt)
-	if _, failed := err.(*DisconnectError); failed {
-		return nil, err // the provider, not the peer
-	}
-	if err != nil {
-		return nil, &DisconnectError{Reason: wire.DisconnectMACError, Message: fmt.Sprintf("packet %d failed authentication", p.seq), Err: err}
+	if body, err = openResult(p.seq, body, err); err != nil {
+		return nil, err
 	}
 	p.seq++
 	p.packets++
 	p.bytes += uint64(len(pkt))
 	return payloadOf(body)
+}
+
+// openResult passes on a failure of the provider (a DisconnectError) as
+// it is; any other failure to open is the peer's packet failing
+// authentication.
+func openResult(seq uint32, body []byte, err error) ([]byte, error) {
+	if _, failed := err.(*DisconnectError); failed {
+		return nil, err // the provider, not the peer
+	}
+	if err != nil {
+		return nil, &DisconnectError{Reason: wire.DisconnectMACError, Message: fmt.Sprintf("packet %d failed authentication", seq), Err: err}
+	}
+	return body, nil
 }
 
 func (p *packetReader) checkLength(n uint32) error {
@@ -168,6 +185,9 @@ type packetWriter struct {
 	rnd *rand.ChaCha8
 	// bytes and packets count traffic since the keys last changed.
 	bytes, packets uint64
+	// pipe, when set, seals several packets at once and writes them in
+	// order (pipeline.go).
+	pipe *writePipe
 	keyed
 }
 
@@ -191,19 +211,13 @@ func paddingFor(c packetCipher, n int) int {
 
 // write sends one packet carrying payload.
 func (p *packetWriter) write(payload []byte) error {
+	if p.pipe != nil {
+		return p.writePiped(payload)
+	}
 	if len(payload) == 0 || len(payload) > MaxPayload {
 		return fmt.Errorf("transport: payload of %d bytes out of range", len(payload))
 	}
-	pad := paddingFor(p.c, len(payload))
-	length := 1 + len(payload) + pad
-	if need := 4 + length + maxTag; need > len(p.buf) {
-		p.buf = grow(p.buf, need)
-	}
-	pkt := p.buf[:4+length]
-	binary.BigEndian.PutUint32(pkt, uint32(length))
-	pkt[4] = byte(pad)
-	copy(pkt[5:], payload)
-	p.rnd.Read(pkt[5+len(payload):])
+	pkt := p.frame(&p.buf, payload)
 	out, err := guardedSeal(p.c, p.seq, pkt)
 	if err != nil {
 		return err
@@ -215,4 +229,21 @@ func (p *packetWriter) write(payload []byte) error {
 		return fmt.Errorf("transport: write: %w", err)
 	}
 	return nil
+}
+
+// frame lays out the packet carrying payload in *buf, grown as needed:
+// packet_length, padding_length, payload and random padding, with room
+// for the tag after them.
+func (p *packetWriter) frame(buf *[]byte, payload []byte) []byte {
+	pad := paddingFor(p.c, len(payload))
+	length := 1 + len(payload) + pad
+	if need := 4 + length + maxTag; need > len(*buf) {
+		*buf = grow(*buf, need)
+	}
+	pkt := (*buf)[:4+length]
+	binary.BigEndian.PutUint32(pkt, uint32(length))
+	pkt[4] = byte(pad)
+	copy(pkt[5:], payload)
+	p.rnd.Read(pkt[5+len(payload):])
+	return pkt
 }

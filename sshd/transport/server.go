@@ -82,6 +82,14 @@ type Config struct {
 	// The first exchange is bounded by the caller's deadline.
 	KexTimeout time.Duration
 
+	// PipelineDepth is how many packets of a direction may be in flight
+	// at once when its AEAD serves several calls at once (a token with
+	// several sessions or units, provider.ConcurrentAEAD): 0 picks two
+	// per lane the AEAD reports (at most 32), 1 turns pipelining off,
+	// N > 1 is N (at most 32). Ciphers of software and CPU providers are
+	// never pipelined.
+	PipelineDepth int
+
 	// Rand is the randomness for signatures and padding; default crypto/rand.
 	Rand   io.Reader
 	Logger *slog.Logger
@@ -110,6 +118,7 @@ type Server struct {
 	rekeyB    uint64
 	rekeyT    time.Duration
 	kexT      time.Duration
+	pipeDepth int
 	rand      io.Reader
 	log       *slog.Logger
 }
@@ -167,6 +176,10 @@ func NewServer(cfg *Config) (*Server, error) {
 	if s.rekeyT == 0 {
 		s.rekeyT = time.Hour
 	}
+	if cfg.PipelineDepth < 0 {
+		return nil, fmt.Errorf("transport: PipelineDepth %d: want 0 (by the AEAD's lanes), 1 (off) or more", cfg.PipelineDepth)
+	}
+	s.pipeDepth = cfg.PipelineDepth
 	return s, nil
 }
 

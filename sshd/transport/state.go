@@ -87,6 +87,21 @@ func (c *Conn) exportLocked() (*State, error) {
 	case c.kexCount == 0:
 		return nil, errors.New("transport: no key exchange has finished")
 	}
+	// Packets in flight are written out; packets read ahead go back to the
+	// unread bytes, with the read nonce moved back to the first of them.
+	if err := c.wr.stopPipe(); err != nil {
+		return nil, err
+	}
+	c.piped.Store(false)
+	c.rd.stopPipe()
+	st, err := c.exportState()
+	if err != nil {
+		c.startPipesLocked()
+	}
+	return st, err
+}
+
+func (c *Conn) exportState() (*State, error) {
 	in, err := exportDirection(c.rd.c, c.rd.keyed, c.rd.seq, c.rd.bytes, c.rd.packets)
 	if err != nil {
 		return nil, err
@@ -94,6 +109,9 @@ func (c *Conn) exportLocked() (*State, error) {
 	out, err := exportDirection(c.wr.c, c.wr.keyed, c.wr.seq, c.wr.bytes, c.wr.packets)
 	if err != nil {
 		return nil, err
+	}
+	if c.rd.r.Buffered() > MaxBuffered {
+		return nil, fmt.Errorf("%w: %d bytes read ahead, at most %d travel", ErrBusy, c.rd.r.Buffered(), MaxBuffered)
 	}
 	buffered, err := c.rd.r.Peek(c.rd.r.Buffered())
 	if err != nil {
@@ -132,12 +150,11 @@ func (c *Conn) detach() {
 		c.nc.Close()
 		c.wmu.Lock()
 		c.stopTimersLocked()
-		c.wr.c.Close()
-		c.wr.c = noneCipher{}
+		c.wr.install(noneCipher{}, 0, nil)
+		c.piped.Store(false)
 		c.wcond.Broadcast()
 		c.wmu.Unlock()
-		c.rd.c.Close()
-		c.rd.c = noneCipher{}
+		c.rd.install(noneCipher{}, 0)
 	})
 }
 
@@ -182,9 +199,18 @@ func (c *Conn) resume(st *State) error {
 	c.wr.c, c.wr.keyed, c.wr.seq, c.wr.bytes, c.wr.packets = wc, wk, st.Out.Seq, st.Out.Bytes, st.Out.Packets
 	c.rLimit, c.wLimit = c.srv.rekeyLimit(rk.cipher), c.srv.rekeyLimit(wk.cipher)
 	c.wmu.Lock()
+	c.startPipesLocked()
 	c.armTimerLocked()
 	c.wmu.Unlock()
 	return nil
+}
+
+// startPipesLocked pipelines each direction whose AEAD serves several
+// calls at once; the caller holds wmu, and rmu or owns the reader.
+func (c *Conn) startPipesLocked() {
+	c.rd.startPipe(c.srv.pipeDepth)
+	c.wr.startPipe(c.srv.pipeDepth, c.pipeFailed)
+	c.piped.Store(c.wr.pipe != nil)
 }
 
 // resumeCipher rebuilds one direction's cipher at its exported position.
