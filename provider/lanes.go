@@ -60,11 +60,12 @@ type FanOut struct {
 	free            chan cipher.AEAD
 	done            chan struct{}
 	grow            func() (cipher.AEAD, error)
+	growing         sync.WaitGroup // grow calls in progress
 
 	mu      sync.Mutex
 	lanes   []cipher.AEAD
 	max     int
-	growing int
+	pending int // lanes being built
 	retryAt time.Time
 	growErr error
 	closed  bool
@@ -148,16 +149,18 @@ func (f *FanOut) take() (cipher.AEAD, error) {
 // did not fail recently; nil otherwise.
 func (f *FanOut) tryGrow() cipher.AEAD {
 	f.mu.Lock()
-	if f.grow == nil || f.closed || len(f.lanes)+f.growing >= f.max || time.Now().Before(f.retryAt) {
+	if f.grow == nil || f.closed || len(f.lanes)+f.pending >= f.max || time.Now().Before(f.retryAt) {
 		f.mu.Unlock()
 		return nil
 	}
-	f.growing++
+	f.pending++
+	f.growing.Add(1)
 	f.mu.Unlock()
+	defer f.growing.Done()
 	a, err := f.grow()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.growing--
+	f.pending--
 	switch {
 	case err == nil && (a.NonceSize() != f.nonce || a.Overhead() != f.overhead):
 		err = fmt.Errorf("provider: FanOut: new lane has nonce %d, tag %d", a.NonceSize(), a.Overhead())
@@ -256,8 +259,9 @@ func (f *FanOut) Provenance() Provenance {
 	return pv
 }
 
-// Close waits for the calls in flight, then releases every lane; later
-// calls fail with ErrClosed.
+// Close waits for the calls in flight and the lanes being built, then
+// releases every lane; later calls fail with ErrClosed. When it returns,
+// grow is not running and will not be called again.
 func (f *FanOut) Close() error {
 	f.mu.Lock()
 	if f.closed {
@@ -268,6 +272,7 @@ func (f *FanOut) Close() error {
 	close(f.done)
 	n := len(f.lanes) // a lane still being built is released by tryGrow
 	f.mu.Unlock()
+	f.growing.Wait()
 	var errs []error
 	for range n {
 		errs = append(errs, Release(<-f.free))

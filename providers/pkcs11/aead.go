@@ -54,7 +54,53 @@ type gcmHold struct {
 	epoch uint64
 }
 
+// newGCM returns one key's AES-GCM: a single session, or a FanOut that
+// takes up to Config.AEADLanes sessions (on the least busy tokens) as
+// calls overlap.
 func (p *Provider) newGCM(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
+	first, err := p.newGCMLane(alg, key)
+	if err != nil {
+		return nil, err
+	}
+	n := p.c.cfg.aeadLanes()
+	if n <= 1 {
+		return first, nil
+	}
+	l := &gcmLanes{p: p, alg: alg, key: bytes.Clone(key)}
+	if l.FanOut, err = provider.NewFanOut([]cipher.AEAD{first}, n, l.grow); err != nil {
+		first.Close()
+		clear(l.key)
+		return nil, err
+	}
+	return l, nil
+}
+
+// gcmLanes is one key's AES-GCM over several sessions (provider.FanOut):
+// each lane is a gcm of its own, with its own recovery and fallback.
+type gcmLanes struct {
+	*provider.FanOut
+	p   *Provider
+	alg *provider.Algorithm
+	key []byte // for new lanes; zeroed on Close
+}
+
+// grow builds another lane, inside the provider's gate.
+func (l *gcmLanes) grow() (cipher.AEAD, error) {
+	if err := l.p.c.enter("import AES key", ""); err != nil {
+		return nil, err
+	}
+	defer l.p.c.exit()
+	return l.p.newGCMLane(l.alg, l.key)
+}
+
+// Close releases every lane (sessions and key objects).
+func (l *gcmLanes) Close() error {
+	err := l.FanOut.Close() // waits for lanes being built
+	clear(l.key)
+	return err
+}
+
+func (p *Provider) newGCMLane(alg *provider.Algorithm, key []byte) (*gcm, error) {
 	if alg.Name != "aes128-gcm" && alg.Name != "aes256-gcm" {
 		return nil, &provider.UnsupportedError{Provider: p.name, Algorithm: alg.Name}
 	}

@@ -10,6 +10,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/miekg/pkcs11"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // cpuTime returns the process's user+system CPU time. Benchmarks report
@@ -241,4 +244,85 @@ func (s *switchable) Sign(h pkcs11.SessionHandle, msg []byte) ([]byte, error) {
 		return nullSign{}.Sign(h, msg)
 	}
 	return s.api.Sign(h, msg)
+}
+
+// BenchmarkRawGCMParallel asks whether SoftHSM runs AES-GCM on several
+// sessions at once, below the provider: each goroutine has a session
+// and key object of its own and loops C_EncryptInit + C_Encrypt of a
+// 32 KiB packet straight through miekg/pkcs11. sessions=N/tokens=M puts
+// N sessions over M tokens. Throughput that does not grow with the
+// sessions (while "cores" stays near 1) means the module serialises.
+func BenchmarkRawGCMParallel(b *testing.B) {
+	t1 := softhsm.NewToken(b, softhsm.WithLabel("raw0"))
+	softhsm.NewToken(b, softhsm.WithLabel("raw1"))
+	p, err := Open(Config{ModulePath: t1.Module, PINSource: t1.PINFile, HealthInterval: -1,
+		Tokens: []*uri.URI{{Token: "raw0"}, {Token: "raw1"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for _, c := range []struct{ sessions, tokens int }{{1, 1}, {2, 1}, {2, 2}, {4, 2}} {
+		b.Run(fmt.Sprintf("sessions=%d/tokens=%d", c.sessions, c.tokens), func(b *testing.B) {
+			runRawGCM(b, p, c.sessions, c.tokens)
+		})
+	}
+}
+
+func runRawGCM(b *testing.B, p *Provider, sessions, tokens int) {
+	a := p.c.mod.ctx
+	type unit struct {
+		h   pkcs11.SessionHandle
+		obj pkcs11.ObjectHandle
+	}
+	var units []unit
+	for i := range sessions {
+		t := p.tokens[i%tokens]
+		s, err := t.get(context.Background(), true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer t.put(s)
+		obj, err := a.CreateObject(s.h, []*pkcs11.Attribute{
+			pkcs11.NewAttribute(pkcs11.CKA_CLASS, pkcs11.CKO_SECRET_KEY),
+			pkcs11.NewAttribute(pkcs11.CKA_KEY_TYPE, pkcs11.CKK_AES),
+			pkcs11.NewAttribute(pkcs11.CKA_TOKEN, false),
+			pkcs11.NewAttribute(pkcs11.CKA_ENCRYPT, true),
+			pkcs11.NewAttribute(pkcs11.CKA_VALUE, make([]byte, 16)),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.DestroyObject(s.h, obj)
+		units = append(units, unit{s.h, obj})
+	}
+	msg := make([]byte, 32<<10)
+	b.SetBytes(int64(len(msg)))
+	var next atomic.Int64
+	cpu0, wall0 := cpuTime(), time.Now()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, u := range units {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nonce := make([]byte, 12)
+			for next.Add(1) <= int64(b.N) {
+				nonce[11]++
+				params := pkcs11.NewGCMParams(nonce, nil, 128)
+				mech := []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_AES_GCM, params)}
+				err := a.EncryptInit(u.h, mech, u.obj)
+				if err == nil {
+					_, err = a.Encrypt(u.h, msg)
+				}
+				params.Free()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Since(wall0)), "cores")
 }

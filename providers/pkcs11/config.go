@@ -28,6 +28,7 @@ const (
 	DefaultHealthInterval = 5 * time.Second
 	DefaultDeadline       = 10 * time.Second
 	DefaultCloseTimeout   = 5 * time.Second
+	DefaultAEADLanes      = 4
 )
 
 // Config configures a PKCS #11 provider over one module and one or more
@@ -60,6 +61,13 @@ type Config struct {
 	// life and may take all but one of a pool of two or more: the last is
 	// kept for signatures and key lookups.
 	MaxSessions int
+	// AEADLanes is how many sessions one AEAD may use at once, on one
+	// token or spread over several (least busy first): its first session
+	// is taken when it is made, and another only when calls overlap — a
+	// pipelining SSH connection keeps several packets in flight
+	// (provider.ConcurrentAEAD) — and a session is free (never the last
+	// of the pool). Zero: DefaultAEADLanes; 1: one session per AEAD.
+	AEADLanes int
 	// WaitTimeout bounds the wait for a free session (DefaultWaitTimeout).
 	WaitTimeout time.Duration
 	// HealthInterval is how often each token is probed
@@ -120,6 +128,13 @@ func (c *Config) name() string {
 		return c.Name
 	}
 	return DefaultName
+}
+
+func (c *Config) aeadLanes() int {
+	if c.AEADLanes > 0 {
+		return c.AEADLanes
+	}
+	return DefaultAEADLanes
 }
 
 func (c *Config) logger() *slog.Logger {
