@@ -33,8 +33,31 @@ func ParseAEADNew(p []byte) (*AEADNew, error) {
 	return m, d.done(TypeAEADNew)
 }
 
-// AEADHandle names an AEAD the monitor holds for a child (the reply to
-// AEADNew, and the subject of AEADClose).
+// AEADCreated is the reply to AEADNew: the AEAD's handle, and how many
+// calls it serves at once (provider.Lanes; 1 to provider.MaxLanes).
+type AEADCreated struct {
+	Handle uint32
+	Lanes  uint32
+}
+
+// Marshal encodes m.
+func (m *AEADCreated) Marshal() []byte { return wire.AppendUint32(wire.AppendUint32(nil, m.Handle), m.Lanes) }
+
+// ParseAEADCreated decodes an AEADCreated.
+func ParseAEADCreated(p []byte) (*AEADCreated, error) {
+	d := newDecoder(p)
+	m := &AEADCreated{Handle: d.Uint32("handle"), Lanes: d.Uint32("lanes")}
+	if err := d.done(TypeAEADNew); err != nil {
+		return nil, err
+	}
+	if m.Lanes < 1 || m.Lanes > provider.MaxLanes {
+		return nil, &ProtocolError{Type: TypeAEADNew, Err: fmt.Errorf("%d lanes, want 1 to %d", m.Lanes, provider.MaxLanes)}
+	}
+	return m, nil
+}
+
+// AEADHandle names an AEAD the monitor holds for a child (the subject of
+// AEADClose).
 type AEADHandle struct{ Handle uint32 }
 
 // Marshal encodes m.
@@ -115,24 +138,35 @@ func (r *RemoteProvider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AE
 	if err != nil {
 		return nil, err
 	}
-	h, err := ParseAEADHandle(b)
+	h, err := ParseAEADCreated(b)
 	if err != nil {
 		return nil, err
 	}
-	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg}, nil
+	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg, lanes: int(h.Lanes)}, nil
 }
 
-var _ provider.FallibleAEAD = (*remoteAEAD)(nil)
+var (
+	_ provider.FallibleAEAD   = (*remoteAEAD)(nil)
+	_ provider.ConcurrentAEAD = (*remoteAEAD)(nil)
+)
 
-// remoteAEAD is an AEAD held by the monitor.
+// remoteAEAD is an AEAD held by the monitor. It is safe for concurrent
+// use: each call is a request of its own, and the monitor serves them at
+// once up to the lanes its AEAD has.
 type remoteAEAD struct {
 	peer   *Peer
 	handle uint32
 	alg    *provider.Algorithm
+	lanes  int
 }
 
 func (a *remoteAEAD) NonceSize() int { return a.alg.NonceSize }
 func (a *remoteAEAD) Overhead() int  { return a.alg.TagSize }
+
+// Lanes is how many calls the monitor's AEAD serves at once: the
+// transport keeps that many packets in flight, which also hides the
+// round trip to the monitor.
+func (a *remoteAEAD) Lanes() int { return a.lanes }
 
 // Seal asks the monitor to seal; cipher.AEAD cannot return an error, so a
 // failure panics, which the transport turns into the end of the

@@ -32,7 +32,7 @@ const (
 	TypeLog         Type = 21 // Log notification
 	TypeReady       Type = 22 // the child is configured and sandboxed (empty)
 	TypeMetrics     Type = 23 // Metrics notification: provider counts since the last
-	TypeAEADNew     Type = 24 // AEADNew; the reply is an AEADHandle
+	TypeAEADNew     Type = 24 // AEADNew; the reply is an AEADCreated
 	TypeAEADSeal    Type = 25 // AEADCall; the reply is the sealed bytes
 	TypeAEADOpen    Type = 26 // AEADCall; the reply is the opened bytes
 	TypeAEADClose   Type = 27 // AEADHandle notification

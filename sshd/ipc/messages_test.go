@@ -166,6 +166,12 @@ func TestMetricsRoundTrip(t *testing.T) {
 func TestAEADMessagesRoundTrip(t *testing.T) {
 	roundTrip(t, "AEADNew", &AEADNew{Alg: "aes128-gcm", Key: make([]byte, 16)}, (*AEADNew).Marshal, ParseAEADNew)
 	roundTrip(t, "AEADHandle", &AEADHandle{Handle: 7}, (*AEADHandle).Marshal, ParseAEADHandle)
+	roundTrip(t, "AEADCreated", &AEADCreated{Handle: 7, Lanes: 4}, (*AEADCreated).Marshal, ParseAEADCreated)
+	for _, lanes := range []uint32{0, 65, 1 << 31} {
+		if _, err := ParseAEADCreated((&AEADCreated{Handle: 1, Lanes: lanes}).Marshal()); err == nil {
+			t.Errorf("AEADCreated with %d lanes accepted", lanes)
+		}
+	}
 	roundTrip(t, "AEADCall", &AEADCall{Handle: 7, Nonce: make([]byte, 12), AD: []byte{0, 0, 0, 9}, Data: []byte("x")},
 		(*AEADCall).Marshal, ParseAEADCall)
 	if _, err := ParseAEADNew((&AEADNew{Alg: "a", Key: make([]byte, maxKey+1)}).Marshal()); err == nil {
@@ -179,6 +185,10 @@ func FuzzAEADNew(f *testing.F) {
 
 func FuzzAEADCall(f *testing.F) {
 	fuzzParse(f, &AEADCall{Handle: 1, Nonce: make([]byte, 12), AD: []byte{1}, Data: []byte{2}}, (*AEADCall).Marshal, ParseAEADCall)
+}
+
+func FuzzAEADCreated(f *testing.F) {
+	fuzzParse(f, &AEADCreated{Handle: 1, Lanes: 4}, (*AEADCreated).Marshal, ParseAEADCreated)
 }
 
 func FuzzAEADHandle(f *testing.F) {

@@ -21,95 +21,139 @@ var (
 	errAEADFailed = errors.New("monitor: message authentication failed")
 )
 
-// aeads are the AEADs the monitor holds for one post-auth process, whose
-// packet cipher the policy puts on a provider only the monitor has.
-type aeads struct {
+// AEADServer holds the AEADs of one post-auth process whose packet
+// cipher the policy puts on a provider only the monitor has (a token),
+// and answers its AEADNew, AEADSeal, AEADOpen and AEADClose messages.
+// Requests are served concurrently (the monitor runs each on a goroutine
+// of its own): an AEAD that serves several calls at once
+// (provider.ConcurrentAEAD, a token AEAD with several sessions) says so
+// in its AEADCreated reply, and the process keeps that many packets in
+// flight, which also hides the round trip to the monitor; the calls on
+// any other AEAD are taken one at a time, whatever the process sends.
+type AEADServer struct {
+	// Registry builds the AEADs.
+	Registry *provider.Registry
+	// Remote is the algorithms served this way (transport Remote).
+	Remote map[string]string
+
 	mu   sync.Mutex
 	next uint32
-	m    map[uint32]cipher.AEAD
+	m    map[uint32]*heldAEAD
 }
 
-func (a *aeads) add(c cipher.AEAD) (uint32, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[uint32]cipher.AEAD{}
-	}
-	if len(a.m) >= maxAEADs {
-		return 0, errTooMany
-	}
-	a.next++
-	a.m[a.next] = c
-	return a.next, nil
+// heldAEAD is one AEAD of the process; one is nil when its calls may run
+// at once.
+type heldAEAD struct {
+	a   cipher.AEAD
+	one *sync.Mutex
 }
 
-func (a *aeads) get(h uint32) cipher.AEAD {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.m[h]
-}
-
-func (a *aeads) remove(h uint32) {
-	a.mu.Lock()
-	c := a.m[h]
-	delete(a.m, h)
-	a.mu.Unlock()
-	if c != nil {
-		provider.Release(c)
-	}
-}
-
-// closeAll releases every AEAD (the process has ended).
-func (a *aeads) closeAll() {
-	a.mu.Lock()
-	m := a.m
-	a.m = nil
-	a.mu.Unlock()
-	for _, c := range m {
-		provider.Release(c)
-	}
-}
-
-// newAEAD makes an AEAD from the monitor's registry for post-auth
-// process c.
-func (m *Monitor) newAEAD(c *child, p []byte) ([]byte, error) {
+// New makes an AEAD from an AEADNew request and replies AEADCreated.
+func (s *AEADServer) New(p []byte) ([]byte, error) {
 	req, err := ipc.ParseAEADNew(p)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := m.cfg.Transport.Remote[req.Alg]; !ok || m.cfg.Registry == nil {
+	if _, ok := s.Remote[req.Alg]; !ok || s.Registry == nil {
 		return nil, errNotRemote
 	}
-	a, err := m.cfg.Registry.AEAD(req.Alg, req.Key)
+	a, err := s.Registry.AEAD(req.Alg, req.Key)
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.aeads.add(a)
+	h := &heldAEAD{a: a}
+	lanes := provider.Lanes(a)
+	if lanes == 1 {
+		h.one = new(sync.Mutex)
+	}
+	id, err := s.add(h)
 	if err != nil {
 		provider.Release(a)
 		return nil, err
 	}
-	return (&ipc.AEADHandle{Handle: h}).Marshal(), nil
+	return (&ipc.AEADCreated{Handle: id, Lanes: uint32(lanes)}).Marshal(), nil
 }
 
-// aeadCall seals or opens one packet for post-auth process c.
-func (m *Monitor) aeadCall(c *child, t ipc.Type, p []byte) (out []byte, err error) {
+func (s *AEADServer) add(h *heldAEAD) (uint32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[uint32]*heldAEAD{}
+	}
+	if len(s.m) >= maxAEADs {
+		return 0, errTooMany
+	}
+	s.next++
+	s.m[s.next] = h
+	return s.next, nil
+}
+
+func (s *AEADServer) get(id uint32) *heldAEAD {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[id]
+}
+
+// Call seals (TypeAEADSeal) or opens (TypeAEADOpen) one packet.
+func (s *AEADServer) Call(t ipc.Type, p []byte) ([]byte, error) {
 	req, err := ipc.ParseAEADCall(p)
 	if err != nil {
 		return nil, err
 	}
-	a := c.aeads.get(req.Handle)
-	if a == nil {
+	h := s.get(req.Handle)
+	if h == nil {
 		return nil, errNoAEAD
 	}
-	if len(req.Nonce) != a.NonceSize() {
-		return nil, fmt.Errorf("monitor: nonce of %d bytes, want %d", len(req.Nonce), a.NonceSize())
+	if len(req.Nonce) != h.a.NonceSize() {
+		return nil, fmt.Errorf("monitor: nonce of %d bytes, want %d", len(req.Nonce), h.a.NonceSize())
+	}
+	if h.one != nil {
+		h.one.Lock()
+		defer h.one.Unlock()
 	}
 	if t == ipc.TypeAEADSeal {
-		return provider.Seal(a, nil, req.Nonce, req.Data, req.AD) // a device fault is an error, not a panic
+		return provider.Seal(h.a, nil, req.Nonce, req.Data, req.AD) // a device fault is an error, not a panic
 	}
-	if out, err = provider.Open(a, nil, req.Nonce, req.Data, req.AD); err != nil {
+	out, err := provider.Open(h.a, nil, req.Nonce, req.Data, req.AD)
+	if err != nil {
 		return nil, errAEADFailed
 	}
 	return out, nil
+}
+
+// Close releases the AEAD an AEADClose notification names; an unknown
+// handle is ignored.
+func (s *AEADServer) Close(p []byte) {
+	h, err := ipc.ParseAEADHandle(p)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	held := s.m[h.Handle]
+	delete(s.m, h.Handle)
+	s.mu.Unlock()
+	if held != nil {
+		release(held)
+	}
+}
+
+// CloseAll releases every AEAD (the process has ended).
+func (s *AEADServer) CloseAll() {
+	s.mu.Lock()
+	m := s.m
+	s.m = nil
+	s.mu.Unlock()
+	for _, h := range m {
+		release(h)
+	}
+}
+
+// release frees h once no call of it runs (calls that may run at once
+// are waited for by the AEAD's own Close).
+func release(h *heldAEAD) {
+	if h.one != nil {
+		h.one.Lock()
+		defer h.one.Unlock()
+	}
+	provider.Release(h.a)
 }

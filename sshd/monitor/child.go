@@ -45,7 +45,7 @@ type child struct {
 	startErr  error
 	readyOnce sync.Once
 	ready     chan struct{}
-	aeads     aeads             // post-auth: AEADs held for it
+	aeads     *AEADServer       // post-auth: AEADs held for it
 	keeper    *ipc.ChildConfig  // post-auth with a PAM session: the root keeper's settings
 	identity  *sandbox.Identity // who it runs as; nil: the monitor's own
 	ending    bool              // guarded by m.mu: told to end, or ended
@@ -56,7 +56,7 @@ type child struct {
 func newChild(m *Monitor, role, name string) *child {
 	return &child{m: m, role: role, name: name, conns: map[uint64]*mconn{},
 		sem: make(chan struct{}, maxInFlight), started: make(chan struct{}), ready: make(chan struct{}),
-		exited: make(chan struct{})}
+		exited: make(chan struct{}), aeads: &AEADServer{Registry: m.cfg.Registry, Remote: m.cfg.Transport.Remote}}
 }
 
 func (c *child) alive() bool {
@@ -192,7 +192,7 @@ func (c *child) reap() {
 	defer c.m.kids.Done()
 	err := c.cmd.Wait()
 	close(c.exited)
-	c.aeads.closeAll()
+	c.aeads.CloseAll()
 	if c.peer != nil {
 		c.peer.Close()
 	}
@@ -252,9 +252,7 @@ func (c *child) handle(msg *ipc.Message) {
 		ipc.TypeAEADOpen, ipc.TypeLoginRecord, ipc.TypeProve:
 		c.request(msg)
 	case ipc.TypeAEADClose:
-		if h, err := ipc.ParseAEADHandle(msg.Payload); err == nil {
-			c.aeads.remove(h.Handle)
-		}
+		c.aeads.Close(msg.Payload)
 	default:
 		c.violation(fmt.Errorf("unexpected %v message", msg.Type))
 	}

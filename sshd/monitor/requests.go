@@ -34,9 +34,9 @@ func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
 	case ipc.TypeSign:
 		return m.sign(c, msg.Payload)
 	case ipc.TypeAEADNew:
-		return m.newAEAD(c, msg.Payload)
+		return c.aeads.New(msg.Payload)
 	case ipc.TypeAEADSeal, ipc.TypeAEADOpen:
-		return m.aeadCall(c, msg.Type, msg.Payload)
+		return c.aeads.Call(msg.Type, msg.Payload)
 	case ipc.TypeLoginRecord:
 		return m.loginRecord(c, msg.Payload)
 	case ipc.TypeProve:

@@ -2,135 +2,32 @@ package transport
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/lanetest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/wire"
 )
 
-// laneProvider serves AES-GCM as a provider.FanOut of Go's GCM whose
-// calls each take a while (a token's latency), so that the transport
-// pipelines its packets. It can fail the n-th seal or open from now on,
-// counted over all its AEADs.
-type laneProvider struct {
-	lanes    int
-	delay    time.Duration // per call
-	jitter   bool          // delay drawn from [0, 2×delay)
-	failSeal atomic.Int64  // fail the seal call with this number (1-based); 0: never
-	failOpen atomic.Int64
-	seals    atomic.Int64
-	opens    atomic.Int64
-	inside   atomic.Int32
-	peak     atomic.Int32
-}
-
-var errLaneFault = errors.New("lane: device removed")
-
-func (*laneProvider) Name() string        { return "lanes" }
-func (*laneProvider) Kind() provider.Kind { return provider.KindHardware }
-func (*laneProvider) Close() error        { return nil }
-func (*laneProvider) Capabilities() []provider.Capability {
-	return []provider.Capability{{Algorithm: "aes128-gcm", Ops: provider.OpSeal | provider.OpOpen, Flags: provider.FlagHardware},
-		{Algorithm: "aes256-gcm", Ops: provider.OpSeal | provider.OpOpen, Flags: provider.FlagHardware}}
-}
-
-func (p *laneProvider) NewAEAD(_ *provider.Algorithm, key []byte) (cipher.AEAD, error) {
-	mk := func() (cipher.AEAD, error) {
-		block, err := aes.NewCipher(key)
-		if err != nil {
-			return nil, err
-		}
-		g, err := cipher.NewGCM(block)
-		return &slowLane{AEAD: g, p: p}, err
-	}
-	first, err := mk()
-	if err != nil {
-		return nil, err
-	}
-	return provider.NewFanOut([]cipher.AEAD{first}, p.lanes, mk)
-}
-
-// slowLane is one lane of a laneProvider AEAD.
-type slowLane struct {
-	cipher.AEAD
-	p *laneProvider
-}
-
-func (l *slowLane) wait() {
-	n := l.p.inside.Add(1)
-	for pk := l.p.peak.Load(); n > pk && !l.p.peak.CompareAndSwap(pk, n); pk = l.p.peak.Load() {
-	}
-	d := l.p.delay
-	if l.p.jitter && d > 0 {
-		d = rand.N(2 * d)
-	}
-	if d > 0 {
-		time.Sleep(d)
-	}
-	l.p.inside.Add(-1)
-}
-
-func (l *slowLane) SealErr(dst, nonce, pt, ad []byte) ([]byte, error) {
-	l.wait()
-	if n := l.p.seals.Add(1); n == l.p.failSeal.Load() {
-		return nil, errLaneFault
-	}
-	return l.AEAD.Seal(dst, nonce, pt, ad), nil
-}
-
-func (l *slowLane) OpenErr(dst, nonce, ct, ad []byte) ([]byte, error) {
-	l.wait()
-	if n := l.p.opens.Add(1); n == l.p.failOpen.Load() {
-		return nil, errLaneFault
-	}
-	out, err := l.AEAD.Open(dst, nonce, ct, ad)
-	if err != nil {
-		return nil, provider.ErrAuthentication
-	}
-	return out, nil
-}
-
-func (l *slowLane) Seal(dst, nonce, pt, ad []byte) []byte {
-	out, err := l.SealErr(dst, nonce, pt, ad)
-	if err != nil {
-		panic(err)
-	}
-	return out
-}
-
-func (l *slowLane) Open(dst, nonce, ct, ad []byte) ([]byte, error) {
-	return l.OpenErr(dst, nonce, ct, ad)
-}
-
 // laneRegistry puts the GCM ciphers on lp, before the CPU and software
 // providers.
-func laneRegistry(t testing.TB, lp *laneProvider) *provider.Registry {
+func laneRegistry(t testing.TB, lp *lanetest.Provider) *provider.Registry {
 	t.Helper()
-	reg := testRegistry(t)
-	if err := reg.Register(lp); err != nil {
-		t.Fatal(err)
-	}
-	pins, err := provider.ParsePins("aes128-gcm=lanes aes256-gcm=lanes")
+	reg, err := lp.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.SetPolicy(provider.Policy{Pins: pins}); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { reg.Close() })
 	return reg
 }
 
 // pipedLoop is a packet writer and reader joined by a pipe, both
-// pipelined over a laneProvider's AES-GCM.
+// pipelined over a lanetest provider's AES-GCM.
 type pipedLoop struct {
 	w  *packetWriter
 	r  *packetReader
@@ -139,7 +36,7 @@ type pipedLoop struct {
 	wg sync.WaitGroup
 }
 
-func newPipedLoop(t testing.TB, lp *laneProvider, depth int) *pipedLoop {
+func newPipedLoop(t testing.TB, lp *lanetest.Provider, depth int) *pipedLoop {
 	t.Helper()
 	cs := findCipher("aes128-gcm@openssh.com")
 	k := directionKeys{iv: randBytes(cs.ivSize), key: randBytes(cs.keySize)}
@@ -159,7 +56,7 @@ func newPipedLoop(t testing.TB, lp *laneProvider, depth int) *pipedLoop {
 	l.w.install(wc, depth, nil)
 	l.r.install(rc, depth)
 	if l.w.pipe == nil || l.r.pipe == nil {
-		t.Fatalf("no pipeline over %d lanes (depth %d)", lp.lanes, depth)
+		t.Fatalf("no pipeline over %d lanes (depth %d)", lp.Lanes, depth)
 	}
 	t.Cleanup(l.close)
 	return l
@@ -208,7 +105,7 @@ func numbered(i int) []byte {
 // a time, with every call taking a random while, arrive complete and in
 // order; the lanes really ran at once.
 func TestPipelineOrder(t *testing.T) {
-	lp := &laneProvider{lanes: 4, delay: 100 * time.Microsecond, jitter: true}
+	lp := &lanetest.Provider{Lanes: 4, Delay: 100 * time.Microsecond, Jitter: true}
 	l := newPipedLoop(t, lp, 0)
 	const n = 400
 	written := l.writeFrom(n)
@@ -221,8 +118,8 @@ func TestPipelineOrder(t *testing.T) {
 			t.Fatalf("packet %d: got packet %d (%d bytes), want %d bytes", i, binary.BigEndian.Uint32(p[1:]), len(p), len(numbered(i)))
 		}
 	}
-	if lp.peak.Load() < 2 {
-		t.Errorf("at most %d calls ran at once", lp.peak.Load())
+	if lp.Peak() < 2 {
+		t.Errorf("at most %d calls ran at once", lp.Peak())
 	}
 	if err := <-written; err != nil {
 		t.Fatal(err)
@@ -236,10 +133,10 @@ func TestPipelineOrder(t *testing.T) {
 // are in flight. Exactly packets 0..k-1 reach the wire, in order; the
 // writer reports the fault from then on.
 func TestPipelineSealFault(t *testing.T) {
-	lp := &laneProvider{lanes: 4, delay: 50 * time.Microsecond, jitter: true}
+	lp := &lanetest.Provider{Lanes: 4, Delay: 50 * time.Microsecond, Jitter: true}
 	l := newPipedLoop(t, lp, 8)
 	const k = 37
-	lp.failSeal.Store(k + 1) // the 38th seal: packet 37
+	lp.FailSeal(k + 1) // the 38th seal: packet 37
 	werr := l.writeFrom(1 << 20)
 	for i := range k {
 		p, err := l.r.read()
@@ -249,10 +146,10 @@ func TestPipelineSealFault(t *testing.T) {
 	}
 	err := <-werr
 	var pe *ProviderError
-	if !errors.As(err, &pe) || !errors.Is(err, errLaneFault) || pe.Op != "seal" {
+	if !errors.As(err, &pe) || !errors.Is(err, lanetest.ErrFault) || pe.Op != "seal" {
 		t.Fatalf("write after the fault: %v, want the seal's ProviderError", err)
 	}
-	if err := l.w.stopPipe(); !errors.Is(err, errLaneFault) {
+	if err := l.w.stopPipe(); !errors.Is(err, lanetest.ErrFault) {
 		t.Errorf("stopPipe: %v", err)
 	}
 	l.pw.Close()
@@ -268,10 +165,10 @@ func TestPipelineSealFault(t *testing.T) {
 // are in flight: packets 0..k-1 are delivered in order, then the
 // provider's error, never a later packet.
 func TestPipelineOpenFault(t *testing.T) {
-	lp := &laneProvider{lanes: 4, delay: 50 * time.Microsecond, jitter: true}
+	lp := &lanetest.Provider{Lanes: 4, Delay: 50 * time.Microsecond, Jitter: true}
 	l := newPipedLoop(t, lp, 8)
 	const k = 23
-	lp.failOpen.Store(k + 1)
+	lp.FailOpen(k + 1)
 	l.writeFrom(100)
 	for i := range k {
 		p, err := l.r.read()
@@ -281,7 +178,7 @@ func TestPipelineOpenFault(t *testing.T) {
 	}
 	_, err := l.r.read()
 	var de *DisconnectError
-	if !errors.As(err, &de) || de.Reason != wire.DisconnectByApplication || !errors.Is(err, errLaneFault) {
+	if !errors.As(err, &de) || de.Reason != wire.DisconnectByApplication || !errors.Is(err, lanetest.ErrFault) {
 		t.Fatalf("packet %d: %v, want the provider's fault", k, err)
 	}
 }
@@ -366,7 +263,7 @@ func sealedStreamOf(t testing.TB, n int, payload func(int) []byte) ([]byte, []in
 // error, returning copies of the payloads.
 func readAll(t testing.TB, stream []byte, k directionKeys, piped bool) ([][]byte, error) {
 	cs := findCipher("aes128-gcm@openssh.com")
-	lp := &laneProvider{lanes: 3}
+	lp := &lanetest.Provider{Lanes: 3}
 	reg := testRegistry(t)
 	if piped {
 		reg = laneRegistry(t, lp)
@@ -396,7 +293,7 @@ func readAll(t testing.TB, stream []byte, k directionKeys, piped bool) ([][]byte
 // reads them.
 func TestPipelineUnread(t *testing.T) {
 	stream, _, k := sealedStream(t, 10)
-	lp := &laneProvider{lanes: 4}
+	lp := &lanetest.Provider{Lanes: 4}
 	rc, err := newPacketCipher(laneRegistry(t, lp), findCipher("aes128-gcm@openssh.com"), nil, k)
 	if err != nil {
 		t.Fatal(err)
@@ -431,7 +328,7 @@ func TestPipelineDepth(t *testing.T) {
 	for _, tc := range []struct{ lanes, configured, want int }{
 		{1, 0, 0}, {1, 8, 0}, {4, 0, 8}, {4, 1, 0}, {4, 3, 3}, {64, 0, maxPipeDepth}, {4, 100, maxPipeDepth},
 	} {
-		c, err := newPacketCipher(laneRegistry(t, &laneProvider{lanes: tc.lanes}), cs, nil, k)
+		c, err := newPacketCipher(laneRegistry(t, &lanetest.Provider{Lanes: tc.lanes}), cs, nil, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,7 +352,7 @@ func TestPipelineDepth(t *testing.T) {
 // downloads (the client's packets after its NEWKEYS are read ahead under
 // the old keys and must be read again under the new ones).
 func TestPipelinedConnection(t *testing.T) {
-	lp := &laneProvider{lanes: 4, delay: 20 * time.Microsecond, jitter: true}
+	lp := &lanetest.Provider{Lanes: 4, Delay: 20 * time.Microsecond, Jitter: true}
 	ts := newTestServer(t, &Config{Registry: laneRegistry(t, lp), RekeyBytes: 300 << 10})
 	for _, c := range []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com"} {
 		cl, reqs := ts.dial(t, clientConfig("curve25519-sha256", c, "", "ssh-ed25519"))
@@ -480,8 +377,8 @@ func TestPipelinedConnection(t *testing.T) {
 		t.Logf("%s: %d key exchanges, read-ahead put back %d times", c, conn.KexCount(), conn.rd.reread)
 		conn.rmu.Unlock()
 	}
-	if lp.peak.Load() < 2 {
-		t.Errorf("at most %d token calls ran at once", lp.peak.Load())
+	if lp.Peak() < 2 {
+		t.Errorf("at most %d token calls ran at once", lp.Peak())
 	}
 }
 
@@ -490,11 +387,11 @@ func TestPipelinedConnection(t *testing.T) {
 // order and without repeats, and then the connection ends; the server
 // keeps serving other connections.
 func TestPipelinedConnectionFault(t *testing.T) {
-	lp := &laneProvider{lanes: 4, delay: 30 * time.Microsecond, jitter: true}
+	lp := &lanetest.Provider{Lanes: 4, Delay: 30 * time.Microsecond, Jitter: true}
 	ts := newTestServer(t, &Config{Registry: laneRegistry(t, lp)})
 	cl, reqs := ts.dial(t, clientConfig("curve25519-sha256", "aes128-gcm@openssh.com", "", "ssh-ed25519"))
 	conn, _ := ts.lastConn()
-	lp.failSeal.Store(lp.seals.Load() + 60)
+	lp.FailSeal(60)
 	go func() {
 		for i := range 1000 {
 			p := wire.AppendString([]byte{wire.MsgGlobalRequest}, "n")
@@ -531,7 +428,7 @@ func TestPipelinedConnectionFault(t *testing.T) {
 // and the resumed connection, pipelined too, reads them again where it
 // stood; nothing is lost or repeated either way.
 func TestPipelinedExport(t *testing.T) {
-	lp := &laneProvider{lanes: 4, delay: 100 * time.Microsecond}
+	lp := &lanetest.Provider{Lanes: 4, Delay: 100 * time.Microsecond}
 	hs := newHandoverServer(t, &Config{Registry: laneRegistry(t, lp)}, &Config{Registry: laneRegistry(t, lp), RekeyBytes: 256 << 10})
 	cl, reqs := hs.dial(t, clientConfig("curve25519-sha256", "aes128-gcm@openssh.com", "", ""))
 	if _, _, err := cl.SendRequest("handover", false, nil); err != nil {
