@@ -41,7 +41,9 @@ type AEADCreated struct {
 }
 
 // Marshal encodes m.
-func (m *AEADCreated) Marshal() []byte { return wire.AppendUint32(wire.AppendUint32(nil, m.Handle), m.Lanes) }
+func (m *AEADCreated) Marshal() []byte {
+	return wire.AppendUint32(wire.AppendUint32(nil, m.Handle), m.Lanes)
+}
 
 // ParseAEADCreated decodes an AEADCreated.
 func ParseAEADCreated(p []byte) (*AEADCreated, error) {
