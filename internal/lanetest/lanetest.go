@@ -133,7 +133,7 @@ func (l *lane) wait() {
 		d = rand.N(2 * d)
 	}
 	if d > 0 {
-		time.Sleep(d)
+		wait(d)
 	}
 	l.p.inside.Add(-1)
 }

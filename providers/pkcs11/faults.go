@@ -320,7 +320,7 @@ func (f *FaultInjector) before(fn int, slot uint, hasSlot bool) uint {
 		f.injected[fn].Add(1)
 	}
 	if delay > 0 {
-		time.Sleep(delay)
+		deviceWait(delay)
 	}
 	return code
 }

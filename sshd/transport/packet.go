@@ -58,8 +58,9 @@ type packetReader struct {
 	// pipe, when set, reads ahead and opens several packets at once
 	// (pipeline.go).
 	pipe   *readPipe
-	reread int // times packets read ahead were put back (a key change, an export)
-	keyed      // what c was built from, for Conn.Export
+	ahead  *aheadReader // the socket, read in the background while packets are opened
+	reread int          // times packets read ahead were put back (a key change, an export)
+	keyed               // what c was built from, for Conn.Export
 }
 
 // keyed is what a direction's cipher was built from: the negotiated
@@ -71,7 +72,8 @@ type keyed struct {
 }
 
 func newPacketReader(src io.Reader) *packetReader {
-	return &packetReader{r: bufio.NewReaderSize(src, startRead), src: src, c: noneCipher{}, buf: make([]byte, initialBuf)}
+	a := &aheadReader{r: src}
+	return &packetReader{r: bufio.NewReaderSize(a, startRead), src: a, ahead: a, c: noneCipher{}, buf: make([]byte, initialBuf)}
 }
 
 // fill reads exactly len(b) bytes, first calling onWait when they have

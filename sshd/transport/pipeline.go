@@ -236,6 +236,7 @@ type readPipe struct {
 	head int
 	n    int
 	last *openJob // returned last: its body is the caller's until the next read
+	raw  int      // bytes of the packets in the ring
 	ferr error    // a framing error, after the packets in the ring
 	hdr  [4]byte
 }
@@ -268,6 +269,7 @@ func (rp *readPipe) start(j *openJob, seq uint32) {
 		j.out = make([]byte, cap(j.pkt))
 	}
 	rp.n++
+	rp.raw += len(j.pkt)
 	go rp.open(j)
 }
 
@@ -306,6 +308,7 @@ func (rp *readPipe) pop() *openJob {
 	j := rp.ring[rp.head]
 	rp.head = (rp.head + 1) % len(rp.ring)
 	rp.n--
+	rp.raw -= len(j.pkt)
 	rp.last = j
 	return j
 }
@@ -321,11 +324,14 @@ func (rp *readPipe) drain() (unread []byte, nonce [12]byte, any bool) {
 		}
 		unread = append(unread, j.pkt...)
 	}
-	rp.n = 0
+	rp.n, rp.raw = 0, 0
 	return unread, nonce, any
 }
 
-// readPiped returns the next payload through the pipeline.
+// readPiped returns the next payload through the pipeline. While the
+// first packet in flight is being opened, the socket is read in the
+// background and every packet that completes is started too, so the
+// lanes stay busy through a long upload.
 func (p *packetReader) readPiped() ([]byte, error) {
 	rp := p.pipe
 	if rp.n == 0 {
@@ -336,12 +342,15 @@ func (p *packetReader) readPiped() ([]byte, error) {
 			return nil, err
 		}
 	}
-	p.frameBuffered()
-	if !rp.ring[rp.head].finished() && p.onWait != nil {
+	p.topUp()
+	head := rp.ring[rp.head]
+	if !head.finished() && p.onWait != nil {
 		p.onWait()
 	}
+	for !head.ready {
+		p.readAhead(head)
+	}
 	j := rp.pop()
-	j.wait()
 	body, err := openResult(j.seq, j.body, j.err)
 	if err != nil {
 		return nil, err
@@ -350,6 +359,48 @@ func (p *packetReader) readPiped() ([]byte, error) {
 	p.packets++
 	p.bytes += uint64(len(j.pkt))
 	return payloadOf(body)
+}
+
+// topUp starts every complete packet buffered, taking in what the
+// background read of the socket has got, and keeps such a read going
+// while the pipeline has room; it never waits.
+func (p *packetReader) topUp() {
+	rp, a := p.pipe, p.ahead
+	for {
+		p.frameBuffered()
+		if rp.full() || rp.ferr != nil {
+			return
+		}
+		if a.inFlight && !a.poll() {
+			return // still reading
+		}
+		if len(a.have) == 0 && a.err == nil {
+			// Everything read and not delivered stays within what an
+			// export can carry (MaxBuffered).
+			a.start(MaxBuffered - p.r.Buffered() - rp.raw)
+			return
+		}
+		if p.r.Buffered() == p.r.Size() {
+			return
+		}
+		p.r.Peek(p.r.Buffered() + 1) // from what came: no wait
+	}
+}
+
+// readAhead waits for head's open or for the background read, and tops
+// up the pipeline with what that brought.
+func (p *packetReader) readAhead(head *openJob) {
+	if !p.ahead.inFlight {
+		head.wait()
+		return
+	}
+	select {
+	case <-head.done:
+		head.ready = true
+	case r := <-p.ahead.res:
+		p.ahead.took(r)
+		p.topUp()
+	}
 }
 
 // frameBlocking reads one packet, waiting for the network as read does.
@@ -443,4 +494,81 @@ func (p *packetReader) install(c packetCipher, depth int) {
 	p.c.Close()
 	p.c = c
 	p.startPipe(depth)
+}
+
+// aheadReader is the socket under the packet reader's buffer. Normally a
+// plain pass-through, it can read in the background (start) while the
+// reader waits for packets being opened; what it reads is returned
+// first, in order, by the next Read.
+type aheadReader struct {
+	r        io.Reader
+	buf      []byte
+	res      chan aheadResult
+	inFlight bool
+	have     []byte // read in the background, not yet returned
+	err      error  // the background read's error, returned after have
+}
+
+type aheadResult struct {
+	n   int
+	err error
+}
+
+// minAhead is the least room a background read is started for.
+const minAhead = 16 << 10
+
+// start begins a background read of at most room bytes unless one is
+// running or its bytes are still to be returned.
+func (a *aheadReader) start(room int) {
+	if a.inFlight || len(a.have) > 0 || a.err != nil || room < minAhead {
+		return
+	}
+	if a.res == nil {
+		a.res = make(chan aheadResult, 1)
+		a.buf = make([]byte, readAhead)
+	}
+	a.inFlight = true
+	go func(b []byte) {
+		n, err := a.r.Read(b)
+		a.res <- aheadResult{n, err}
+	}(a.buf[:min(room, len(a.buf))])
+}
+
+// took records the background read's result r.
+func (a *aheadReader) took(r aheadResult) {
+	a.inFlight = false
+	a.have, a.err = a.buf[:r.n], r.err
+}
+
+// poll takes the background read's result if it has come.
+func (a *aheadReader) poll() bool {
+	select {
+	case r := <-a.res:
+		a.took(r)
+		return true
+	default:
+		return false
+	}
+}
+
+// settle waits for a background read in flight.
+func (a *aheadReader) settle() {
+	if a.inFlight {
+		a.took(<-a.res)
+	}
+}
+
+func (a *aheadReader) Read(b []byte) (int, error) {
+	a.settle()
+	if len(a.have) > 0 {
+		n := copy(b, a.have)
+		a.have = a.have[n:]
+		return n, nil
+	}
+	if a.err != nil {
+		err := a.err
+		a.err = nil
+		return 0, err
+	}
+	return a.r.Read(b)
 }

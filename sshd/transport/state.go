@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -94,6 +96,10 @@ func (c *Conn) exportLocked() (*State, error) {
 	}
 	c.piped.Store(false)
 	c.rd.stopPipe()
+	if err := c.settleReadAhead(); err != nil {
+		c.startPipesLocked()
+		return nil, err
+	}
 	st, err := c.exportState()
 	if err != nil {
 		c.startPipesLocked()
@@ -110,17 +116,18 @@ func (c *Conn) exportState() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.rd.r.Buffered() > MaxBuffered {
-		return nil, fmt.Errorf("%w: %d bytes read ahead, at most %d travel", ErrBusy, c.rd.r.Buffered(), MaxBuffered)
-	}
 	buffered, err := c.rd.r.Peek(c.rd.r.Buffered())
 	if err != nil {
 		return nil, fmt.Errorf("transport: export: %w", err)
 	}
+	buffered = append(clone(buffered), c.rd.ahead.have...)
+	if len(buffered) > MaxBuffered {
+		return nil, fmt.Errorf("%w: %d bytes read ahead, at most %d travel", ErrBusy, len(buffered), MaxBuffered)
+	}
 	return &State{
 		SessionID: append([]byte(nil), c.sessionID...), ClientVersion: string(c.magic.vC),
 		ServerVersion: string(c.magic.vS), Strict: c.strict, ExtInfo: c.extInfo,
-		KexCount: uint32(c.kexCount), In: in, Out: out, Buffered: append([]byte(nil), buffered...),
+		KexCount: uint32(c.kexCount), In: in, Out: out, Buffered: buffered,
 	}, nil
 }
 
@@ -205,6 +212,26 @@ func (c *Conn) resume(st *State) error {
 	return nil
 }
 
+// settleReadAhead ends a background read of the socket (the read
+// pipeline's), so that every byte this process has read travels in the
+// state: the read is cut short by a deadline, and what it got is kept.
+func (c *Conn) settleReadAhead() error {
+	a := c.rd.ahead
+	if !a.inFlight {
+		return nil
+	}
+	c.nc.SetReadDeadline(time.Now())
+	a.settle()
+	c.nc.SetReadDeadline(time.Time{})
+	if errors.Is(a.err, os.ErrDeadlineExceeded) {
+		a.err = nil
+	}
+	if a.err != nil {
+		return fmt.Errorf("transport: export: %w", a.err)
+	}
+	return nil
+}
+
 // startPipesLocked pipelines each direction whose AEAD serves several
 // calls at once; the caller holds wmu, and rmu or owns the reader.
 func (c *Conn) startPipesLocked() {
@@ -226,11 +253,12 @@ func resumeCipher(s *Server, d DirectionState) (packetCipher, keyed, error) {
 
 // resumeFrom makes the reader return buffered before what src delivers.
 func (p *packetReader) resumeFrom(src io.Reader, buffered []byte) {
+	p.ahead = &aheadReader{r: src}
+	p.src = p.ahead
 	if len(buffered) > 0 {
-		src = &prefixReader{prefix: clone(buffered), r: src}
+		p.src = &prefixReader{prefix: clone(buffered), r: p.ahead}
 	}
-	p.src = src
-	p.r.Reset(src)
+	p.r.Reset(p.src)
 }
 
 // prefixReader reads prefix, then r.
