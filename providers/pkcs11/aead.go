@@ -58,7 +58,7 @@ type gcmHold struct {
 // takes up to Config.AEADLanes sessions (on the least busy tokens) as
 // calls overlap.
 func (p *Provider) newGCM(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
-	first, err := p.newGCMLane(alg, key)
+	first, err := p.newGCMLane(alg, key, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -84,13 +84,15 @@ type gcmLanes struct {
 	key []byte // for new lanes; zeroed on Close
 }
 
-// grow builds another lane, inside the provider's gate.
+// grow builds another lane, inside the provider's gate, on a token with
+// sessions to spare: a quarter of its pool stays free for the first
+// sessions of other connections' AEADs.
 func (l *gcmLanes) grow() (cipher.AEAD, error) {
 	if err := l.p.c.enter("import AES key", ""); err != nil {
 		return nil, err
 	}
 	defer l.p.c.exit()
-	return l.p.newGCMLane(l.alg, l.key)
+	return l.p.newGCMLane(l.alg, l.key, -1)
 }
 
 // Close releases every lane (sessions and key objects).
@@ -100,7 +102,9 @@ func (l *gcmLanes) Close() error {
 	return err
 }
 
-func (p *Provider) newGCMLane(alg *provider.Algorithm, key []byte) (*gcm, error) {
+// newGCMLane makes a single-session AEAD; spare < 0 marks an extra lane
+// (see grow).
+func (p *Provider) newGCMLane(alg *provider.Algorithm, key []byte, spare int) (*gcm, error) {
 	if alg.Name != "aes128-gcm" && alg.Name != "aes256-gcm" {
 		return nil, &provider.UnsupportedError{Provider: p.name, Algorithm: alg.Name}
 	}
@@ -108,7 +112,7 @@ func (p *Provider) newGCMLane(alg *provider.Algorithm, key []byte) (*gcm, error)
 		return nil, err
 	}
 	g := &gcm{p: p, alg: alg, key: bytes.Clone(key), gcmHold: &gcmHold{}}
-	if err := g.attach(nil); err != nil {
+	if err := g.attach(nil, spare < 0); err != nil {
 		clear(g.key)
 		return nil, err
 	}
@@ -124,8 +128,8 @@ func (p *Provider) newGCMLane(alg *provider.Algorithm, key []byte) (*gcm, error)
 
 // attach takes a session on the least busy token offering the algorithm
 // (other than skip, when another will do) without waiting, and imports the
-// key there.
-func (g *gcm) attach(skip *token) error {
+// key there. An extra lane leaves a quarter of each pool to spare.
+func (g *gcm) attach(skip *token, extra bool) error {
 	ts := g.p.rankTokens(g.alg.Name, provider.OpSeal|provider.OpOpen)
 	if len(ts) > 1 && skip != nil {
 		for i, t := range ts {
@@ -141,7 +145,11 @@ func (g *gcm) attach(skip *token) error {
 	}
 	var errs []error
 	for _, t := range ts {
-		s, err := t.getHeld()
+		spare := 0
+		if extra {
+			spare = cap(t.sem) / 4
+		}
+		s, err := t.getHeld(spare)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -366,7 +374,7 @@ func (g *gcm) run(op string, f func(api, pkcs11.SessionHandle, []*pkcs11.Mechani
 	var last error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !g.held {
-			if err := g.attach(g.tok); err != nil {
+			if err := g.attach(g.tok, false); err != nil {
 				return nil, errors.Join(last, err)
 			}
 		}

@@ -226,3 +226,33 @@ func TestAEADLanesOne(t *testing.T) {
 		t.Errorf("AEADLanes 1 gave %T with %d lanes", a, provider.Lanes(a))
 	}
 }
+
+// TestAEADLanesLeaveRoom: one busy connection's extra lanes leave a
+// quarter of the pool to other connections, whose AEADs still get a
+// session on the token.
+func TestAEADLanesLeaveRoom(t *testing.T) {
+	f := &FaultInjector{}
+	p, _ := open(t, "lanes-room", Config{MaxSessions: 8, AEADLanes: 8, Faults: f})
+	key := make([]byte, 16)
+	alg := provider.MustLookup("aes128-gcm")
+	a, err := p.NewAEAD(alg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Release(a)
+	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
+	hammer(t, a, goGCM(t, key), 12, 4)
+	if n := len(lanesOf(a)); n != 5 {
+		t.Errorf("a busy AEAD took %d sessions of 8, want 5 (one kept for signatures, two for other connections)", n)
+	}
+	for i := range 2 {
+		b, err := p.NewAEAD(alg, key)
+		if err != nil {
+			t.Fatalf("another connection's AEAD %d: %v", i, err)
+		}
+		defer provider.Release(b)
+	}
+	if _, err := p.NewAEAD(alg, key); !errors.Is(err, ErrPoolExhausted) {
+		t.Errorf("an AEAD beyond the pool: %v, want ErrPoolExhausted", err)
+	}
+}

@@ -160,11 +160,18 @@ func (t *token) waitSession(ctx context.Context) error {
 // host-key signature wait out WaitTimeout and fail. Every session it
 // returns is given back with unhold and then put, discard or a bare
 // release of its place (stale sessions).
-func (t *token) getHeld() (session, error) {
-	if n := cap(t.sem); n > 1 && int(t.held.Add(1)) > n-1 {
+//
+// spare sessions more are left free: an AEAD's extra lanes (Config.
+// AEADLanes) leave room for the first session of other connections' AEADs.
+func (t *token) getHeld(spare int) (session, error) {
+	if n := cap(t.sem); n > 1 && int(t.held.Add(1)) > n-1-spare {
 		t.held.Add(-1)
+		why := "the last is kept for signatures"
+		if spare > 0 {
+			why = fmt.Sprintf("an extra lane leaves %d more for other connections", spare)
+		}
 		return session{}, &Error{Op: "get session", Token: t.label(), Class: ClassBusy,
-			Err: fmt.Errorf("%w: %d of %d sessions held by AEADs, the last is kept for signatures", ErrPoolExhausted, n-1, n)}
+			Err: fmt.Errorf("%w: %d of %d sessions held by AEADs, %s", ErrPoolExhausted, t.held.Load(), n, why)}
 	}
 	s, err := t.get(context.Background(), false)
 	if err != nil {
