@@ -128,18 +128,18 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 
 // server is a running server process.
 type server struct {
-	spec   serverSpec
-	port   int
-	cmd    *exec.Cmd
-	log    string
-	meter  cpuMeter
+	spec  serverSpec
+	port  int
+	cmd   *exec.Cmd
+	log   string
+	meter cpuMeter
 	// resident is how many children the server keeps while idle: 0 for
 	// OpenSSH (a process per connection, gone with it), the pre-auth
 	// workers for separated offload.
 	resident int
 	exited   chan struct{}
-	argv   []string
-	config string
+	argv     []string
+	config   string
 }
 
 // serverArgv is the command line that runs spec with config file conf.
