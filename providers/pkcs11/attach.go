@@ -175,6 +175,42 @@ func (c *core) linkFailover() error {
 			return fmt.Errorf("pkcs11: failover token %q of token %q is not among the provider's tokens", fo, t.desc.Label)
 		}
 	}
+	return c.linkPeers(byLabel)
+}
+
+// linkPeers groups the tokens that hold the same keys and share the
+// signing (Config.Peers, the URIs' peer-token): a token named a peer of
+// another is in its group, and so are that one's peers. Each token's
+// peers are the other members of its group, in the provider's order.
+func (c *core) linkPeers(byLabel map[string]*token) error {
+	group := map[*token]*token{} // union-find parent
+	var find func(t *token) *token
+	find = func(t *token) *token {
+		if p, ok := group[t]; ok && p != t {
+			r := find(p)
+			group[t] = r
+			return r
+		}
+		return t
+	}
+	for _, t := range c.tokens {
+		names := append(append([]string(nil), c.cfg.Peers[t.desc.Label]...), t.sel.PeerTokens...)
+		for _, name := range names {
+			o := byLabel[name]
+			if o == nil || o == t {
+				return fmt.Errorf("pkcs11: peer token %q of token %q is not among the provider's other tokens", name, t.desc.Label)
+			}
+			group[find(o)] = find(t)
+		}
+	}
+	for _, t := range c.tokens {
+		t.peers = nil
+		for _, o := range c.tokens {
+			if o != t && find(o) == find(t) {
+				t.peers = append(t.peers, o)
+			}
+		}
+	}
 	return nil
 }
 

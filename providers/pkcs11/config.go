@@ -76,6 +76,14 @@ type Config struct {
 	// Failover maps a token label to the label of a second token that
 	// holds the same keys; signers move there when the first is lost.
 	Failover map[string]string
+	// Peers maps a token label to the labels of tokens that hold the same
+	// keys and share its signing (a token URI's peer-token says the
+	// same): a signature goes to the least busy of them — active-active,
+	// as an HSM group balances its members — and skips one that fails.
+	// The relation is symmetric, and a peer's peers are peers. Every key
+	// is checked on each token before it signs there: a token holding a
+	// different key under the name is never used.
+	Peers map[string][]string
 	// Deadline bounds an operation that takes no context (Sign, a key
 	// agreement) or whose context has a later deadline: the wait for a
 	// session, the retries and the recovery together (DefaultDeadline). A

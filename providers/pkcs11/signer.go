@@ -14,6 +14,7 @@ import (
 	"io"
 	"math/big"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -51,6 +52,21 @@ type signer struct {
 	onFO    atomic.Bool // the last signature was made on the failover token
 	closed  *atomic.Bool
 	eph     ephemeralKey // for ephemeral key pairs
+
+	// units are the tokens the key signs on: tok first (its cache is
+	// cache), then tok's peers. A signature goes to the least busy.
+	units []*signUnit
+	turn  atomic.Uint32 // rotates among units equally busy
+	last  atomic.Int32  // the unit of the last signature
+}
+
+// signUnit is one token a signer signs on, with the key's handle there.
+type signUnit struct {
+	tok   *token
+	cache *atomic.Pointer[handleCache]
+	sel   *uri.URI    // how the key is found again there
+	wrong atomic.Bool // holds another key under the name: never used
+	once  sync.Once   // says so once
 }
 
 var (
@@ -84,6 +100,12 @@ func (p *Provider) newSigner(t *token, sel *uri.URI, k *keyRef, ephemeral bool) 
 		s.mech = []*pkcs11.Mechanism{pkcs11.NewMechanism(pkcs11.CKM_RSA_PKCS, nil)}
 	}
 	s.cache.Store(&handleCache{h: k.priv, epoch: s.epochOf(t), gen: p.c.mod.gen.Load()})
+	s.units = []*signUnit{{tok: t, cache: &s.cache, sel: s.ref}}
+	if !ephemeral {
+		for _, peer := range t.peers {
+			s.units = append(s.units, &signUnit{tok: peer, cache: new(atomic.Pointer[handleCache]), sel: s.sel})
+		}
+	}
 	if ephemeral {
 		s.eph = ephemeralKey{p: p, tok: t, ref: s.ref, what: s.what, done: s.closed}
 		runtime.AddCleanup(s, func(e ephemeralKey) { e.destroy() }, s.eph)
@@ -120,12 +142,19 @@ func (p *Provider) openSignerURI(ctx context.Context, u *uri.URI) (*signer, erro
 		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
 	}
 	candidates := p.tokensFor(u)
-	// A failover token holds copies of its primary's keys: not a second match.
+	// A failover token holds copies of its primary's keys, and peers hold
+	// copies of each other's: not a second match. The first of a group
+	// of peers (in the provider's order) is where the key is looked for.
 	primaries := candidates[:0:0]
 	for _, t := range candidates {
 		shadow := false
 		for _, o := range candidates {
 			if o.failover == t {
+				shadow = true
+			}
+		}
+		for _, o := range primaries {
+			if slices.Contains(o.peers, t) {
 				shadow = true
 			}
 		}
@@ -173,6 +202,9 @@ func (p *Provider) openSignerURI(ctx context.Context, u *uri.URI) (*signer, erro
 	}
 	return p.newSigner(hits[0].t, u, hits[0].k, false), nil
 }
+
+// errDifferentKey: a token holds another key under the signer's name.
+var errDifferentKey = errors.New("the key now on the token under this id/label is a different key (public keys differ); refusing to sign with it")
 
 // failClosed explains that a token key has no fallback.
 func failClosed(err error) error {
@@ -246,9 +278,13 @@ func (s *signer) SignMessage(rand io.Reader, msg []byte, opts crypto.SignerOpts)
 // Provenance says which token holds the key, and whether the last
 // signature was made on its failover token.
 func (s *signer) Provenance() provider.Provenance {
-	t := s.tok
+	t := s.units[s.last.Load()].tok
 	pv := provider.Provenance{Provider: s.p.name, Kind: provider.KindHardware}
-	if s.onFO.Load() && t.failover != nil {
+	if len(s.units) > 1 {
+		pv.Detail = fmt.Sprintf("signing on the least busy of %d tokens", len(s.units))
+	}
+	if s.onFO.Load() && s.tok.failover != nil {
+		t = s.tok
 		pv.Fallback, pv.FallbackFrom = true, fmt.Sprintf("token %q", t.label())
 		pv.Detail = "signing on the failover token"
 		t = t.failover
@@ -309,17 +345,37 @@ func (s *signer) prepare(digest []byte, opts crypto.SignerOpts) ([]*pkcs11.Mecha
 	return s.mech, append(append(data, prefix...), digest...), nil
 }
 
-// signRaw runs the token's signing mechanism, failing over to the
-// failover token when the key's token is lost. Without one, a lost token
-// is an error: the key lives only there.
+// signRaw runs the token's signing mechanism on the least busy of the
+// key's units (its token and that token's peers), skipping a unit that
+// fails or is exhausted, then failing over to the failover token when
+// the key's token is lost. Without either, a lost token is an error: the
+// key lives only there.
 func (s *signer) signRaw(ctx context.Context, mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, &Error{Op: "sign", What: s.what, Class: ClassClosed, Err: fmt.Errorf("signer %w", ErrClosed)}
 	}
-	sig, err := s.signOn(ctx, s.tok, &s.cache, s.ref, mech, data)
-	if err == nil {
-		s.onFO.Store(false)
-		return sig, nil
+	var err error
+	for _, i := range s.order() {
+		u := s.units[i]
+		sig, uerr := s.signOn(ctx, u.tok, u.cache, u.sel, mech, data)
+		if uerr == nil {
+			s.last.Store(int32(i))
+			s.onFO.Store(false)
+			return sig, nil
+		}
+		if i > 0 {
+			uerr = fmt.Errorf("peer token %q: %w", u.tok.label(), uerr)
+		}
+		err = errors.Join(err, uerr)
+		switch {
+		case errors.Is(uerr, errDifferentKey):
+			u.wrong.Store(true)
+			u.once.Do(func() {
+				s.p.c.log.Error("a peer token holds a different key under this name; it will not sign", "key", s.what, "token", u.tok.label())
+			})
+		case ClassOf(uerr) != ClassDevice && ClassOf(uerr) != ClassBusy:
+			return nil, failClosed(err)
+		}
 	}
 	if fo := s.tok.failover; fo != nil && !s.ephemeral && ClassOf(err) == ClassDevice {
 		sig, ferr := s.signOn(ctx, fo, &s.foCache, s.sel, mech, data)
@@ -332,7 +388,36 @@ func (s *signer) signRaw(ctx context.Context, mech []*pkcs11.Mechanism, data []b
 		}
 		err = errors.Join(err, fmt.Errorf("failover token %q: %w", fo.label(), ferr))
 	}
+	if err == nil {
+		err = &Error{Op: "sign", What: s.what, Class: ClassOther, Err: errDifferentKey}
+	}
 	return nil, failClosed(err)
+}
+
+// order returns the units to try, least busy first: fewest sessions in
+// use, ties taken in turn; tokens that are down, last; units holding
+// another key, never.
+func (s *signer) order() []int {
+	if len(s.units) == 1 {
+		return []int{0}
+	}
+	n := len(s.units)
+	start := int(s.turn.Add(1))
+	out := make([]int, 0, n)
+	for k := range n {
+		if i := (start + k) % n; !s.units[i].wrong.Load() {
+			out = append(out, i)
+		}
+	}
+	rank := func(i int) int {
+		t := s.units[i].tok
+		if t.usable() != nil {
+			return 1 << 20
+		}
+		return t.inUse()
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return rank(a) - rank(b) })
+	return out
 }
 
 func (s *signer) signOn(ctx context.Context, t *token, cache *atomic.Pointer[handleCache], sel *uri.URI, mech []*pkcs11.Mechanism, data []byte) ([]byte, error) {
@@ -368,8 +453,7 @@ func (s *signer) handle(t *token, cache *atomic.Pointer[handleCache], sel *uri.U
 		return 0, err
 	}
 	if !samePublic(k.pub, s.pub) {
-		return 0, &Error{Op: "sign", Token: t.label(), What: s.what, Class: ClassOther,
-			Err: errors.New("the key now on the token under this id/label is a different key (public keys differ); refusing to sign with it")}
+		return 0, &Error{Op: "sign", Token: t.label(), What: s.what, Class: ClassOther, Err: errDifferentKey}
 	}
 	cache.Store(&handleCache{h: k.priv, epoch: epoch, gen: gen})
 	return k.priv, nil

@@ -48,7 +48,8 @@ type token struct {
 
 	caps atomic.Pointer[tokenCaps] // what the token offers, read at attach
 
-	failover     *token
+	failover     *token   // holds the same keys; signs when this token is lost
+	peers        []*token // hold the same keys and sign too (active-active)
 	firmware     string
 	recoverMu    sync.Mutex
 	reinitAfter  time.Time     // guarded by recoverMu: no module reinitialization before

@@ -10,10 +10,12 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/pkcs11"
+	"github.com/offload/offload/providers/pkcs11/uri"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/test/hostile/harness"
@@ -192,4 +195,98 @@ func handshakeOnce(b *testing.B, addr string, cfg *ssh.ClientConfig) {
 		b.Fatal(err)
 	}
 	ssh.NewClient(c, chans, reqs).Close()
+}
+
+// BenchmarkHandshakeUnits is handshakes per second from 16 concurrent
+// clients when the host key (ECDSA P-256) is on one token, or the same
+// key on two peer tokens that share the signing (pkcs11.Config.Peers),
+// each token serving sessions signatures at once — a unit of a device —
+// with latency per C_Sign added by the fault injector (a network HSM).
+func BenchmarkHandshakeUnits(b *testing.B) {
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond} {
+		for _, sessions := range []int{1, 8} {
+			for _, tokens := range []int{1, 2} {
+				b.Run(fmt.Sprintf("delay=%v/sessions=%d/tokens=%d", delay, sessions, tokens), func(b *testing.B) {
+					reg, signer, faults := unitKey(b, tokens, sessions)
+					if delay > 0 {
+						if _, err := faults.Inject(pkcs11.Fault{Calls: []string{"Sign"}, Delay: delay}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					parallelHandshakes(b, reg, signer)
+				})
+			}
+		}
+	}
+}
+
+// unitKey makes tokens fresh tokens with pools of sessions, imports one
+// P-256 key into each, and opens it through a registry, the tokens peers.
+func unitKey(b *testing.B, tokens, sessions int) (*provider.Registry, crypto.Signer, *pkcs11.FaultInjector) {
+	b.Helper()
+	var sels []*uri.URI
+	var first *softhsmtest.Token
+	for i := range tokens {
+		tok := softhsmtest.NewToken(b, fmt.Sprintf("hsu%d", i))
+		if first == nil {
+			first = tok
+		}
+		sels = append(sels, &uri.URI{Token: tok.Label})
+	}
+	faults := &pkcs11.FaultInjector{}
+	cfg := pkcs11.Config{ModulePath: first.Module, PINSource: first.PINFile, Tokens: sels, MaxSessions: sessions,
+		HealthInterval: -1, Faults: faults}
+	if tokens > 1 {
+		cfg.Peers = map[string][]string{sels[0].Token: {sels[1].Token}}
+	}
+	p, err := pkcs11.Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := provider.New(provider.Config{})
+	b.Cleanup(func() { reg.Close() })
+	for _, pr := range []provider.Provider{cpu.New(cpu.Detect()), p, software.New()} {
+		if err := reg.Register(pr); err != nil {
+			b.Fatal(err)
+		}
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, sel := range sels {
+		if _, err := p.Import(context.Background(), "pkcs11:token="+sel.Token+";object=host", key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, _, err := reg.OpenSigner(context.Background(), "pkcs11:object=host")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return reg, s, faults
+}
+
+// parallelHandshakes runs b.N handshakes from 16 goroutines and reports
+// handshakes per second.
+func parallelHandshakes(b *testing.B, reg *provider.Registry, signer crypto.Signer) {
+	srv := harness.Start(b, func(c *sshd.Config) {
+		c.Registry = reg
+		c.HostKeys = []crypto.Signer{signer}
+		c.MaxStartups = -1 // 16 clients at once are all served
+	})
+	pub, err := ssh.NewSignerFromSigner(signer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := srv.ClientConfig()
+	cfg.HostKeyCallback = ssh.FixedHostKey(pub.PublicKey())
+	cfg.HostKeyAlgorithms = []string{ssh.KeyAlgoECDSA256}
+	cfg.KeyExchanges = []string{handshakeKex}
+	handshakeOnce(b, srv.Addr, cfg)
+	b.SetParallelism(8) // 16 clients on 2 cores
+	start := time.Now()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			handshakeOnce(b, srv.Addr, cfg)
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handshakes/s")
 }

@@ -30,7 +30,7 @@ func ExampleParse() {
 func ExampleParse_unknownAttribute() {
 	_, err := uri.Parse("pkcs11:token=unit0?pin-file=/etc/pin")
 	fmt.Println(err)
-	// Output: pkcs11: bad URI "pkcs11:token=unit0?pin-file=/etc/pin": "pin-file=/etc/pin": unknown query attribute "pin-file" (known: module-name, module-path, pin-source, pin-value, max-sessions, failover-token, and vendor x-...)
+	// Output: pkcs11: bad URI "pkcs11:token=unit0?pin-file=/etc/pin": "pin-file=/etc/pin": unknown query attribute "pin-file" (known: module-name, module-path, pin-source, pin-value, max-sessions, failover-token, peer-token, and vendor x-...)
 }
 
 // MatchesToken compares a URI's token attributes with what a module

@@ -12,8 +12,10 @@
 //
 // Values are percent-encoded where RFC 7512 requires; ids are printed with
 // every byte encoded. Offload adds the query attributes max-sessions (the
-// token's session pool size) and failover-token (the label of a second
-// token holding the same keys). Vendor attributes ("x-...") are kept.
+// token's session pool size), failover-token (the label of a second
+// token holding the same keys, used when the first is lost) and
+// peer-token (labels of tokens holding the same keys that share the
+// signing, comma-separated). Vendor attributes ("x-...") are kept.
 //
 // # Matching
 //
@@ -33,9 +35,10 @@ import (
 // and an object; query attributes say how to reach them (module, PIN,
 // session limit). Fields left empty match anything.
 //
-// Offload adds three query attributes of its own: max-sessions (the size
-// of the token's session pool), failover-token (the label of a second
-// token holding the same key) and, in key references only, nothing else.
+// Offload adds query attributes of its own: max-sessions (the size of
+// the token's session pool), failover-token (the label of a second token
+// holding the same keys, a standby) and peer-token (labels of tokens
+// holding the same keys that sign too: active-active).
 type URI struct {
 	// Path attributes: library.
 	LibraryManufacturer string
@@ -62,6 +65,7 @@ type URI struct {
 	PINValue      string
 	MaxSessions   int
 	FailoverToken string
+	PeerTokens    []string
 
 	// Vendor attributes ("x-..."), kept so they print back.
 	Vendor [][2]string
@@ -145,6 +149,12 @@ func Parse(s string) (*URI, error) {
 				return fail(attr, "attribute given twice")
 			}
 			seen["?"+name] = true
+			if name == "peer-token" {
+				if err := u.setPeers(raw); err != nil {
+					return fail(attr, err.Error())
+				}
+				continue
+			}
 			val, err := unescape(raw)
 			if err != nil {
 				return fail(attr, err.Error())
@@ -170,6 +180,22 @@ func MustParse(s string) *URI {
 		panic(err)
 	}
 	return u
+}
+
+// setPeers reads peer-token's comma-separated labels (a comma within a
+// label is written %2C).
+func (u *URI) setPeers(raw string) error {
+	for _, part := range strings.Split(raw, ",") {
+		label, err := unescape(part)
+		if err != nil {
+			return err
+		}
+		if label == "" {
+			return fmt.Errorf("peer-token has an empty label")
+		}
+		u.PeerTokens = append(u.PeerTokens, label)
+	}
+	return nil
 }
 
 func (u *URI) setPath(name, val string) error {
@@ -256,7 +282,7 @@ func (u *URI) setQuery(name, val string) error {
 		u.FailoverToken = val
 	default:
 		if !strings.HasPrefix(name, "x-") {
-			return fmt.Errorf("unknown query attribute %q (known: module-name, module-path, pin-source, pin-value, max-sessions, failover-token, and vendor x-...)", name)
+			return fmt.Errorf("unknown query attribute %q (known: module-name, module-path, pin-source, pin-value, max-sessions, failover-token, peer-token, and vendor x-...)", name)
 		}
 		u.Vendor = append(u.Vendor, [2]string{"?" + name, val})
 	}
@@ -406,6 +432,13 @@ func (u *URI) format(redactPIN bool) string {
 		query = append(query, "max-sessions="+strconv.Itoa(u.MaxSessions))
 	}
 	addq("failover-token", u.FailoverToken)
+	if len(u.PeerTokens) > 0 {
+		labels := make([]string, len(u.PeerTokens))
+		for i, l := range u.PeerTokens {
+			labels[i] = strings.ReplaceAll(escape(l, true), ",", "%2C")
+		}
+		query = append(query, "peer-token="+strings.Join(labels, ","))
+	}
 	for _, v := range u.Vendor {
 		if name, ok := strings.CutPrefix(v[0], "?"); ok {
 			addq(name, v[1])
@@ -431,6 +464,7 @@ func (u *URI) Clone() *URI {
 		c.ID = append([]byte{}, u.ID...)
 	}
 	c.Vendor = append([][2]string(nil), u.Vendor...)
+	c.PeerTokens = append([]string(nil), u.PeerTokens...)
 	return &c
 }
 

@@ -24,6 +24,7 @@ func TestParseExamples(t *testing.T) {
 		"pkcs11:token=Name%20with%20a%20small%20A%20with%20acute:%20%C3%A1;object=my-certificate;type=cert",
 		"pkcs11:token=my-token;object=my-certificate;type=cert;vendor-aaa=value-a?pin-source=file:/etc/token_pin&vendor-bbb=value-b",
 		"pkcs11:token=unit0;slot-id=3?max-sessions=8&failover-token=unit1",
+		"pkcs11:token=unit0?peer-token=unit1,unit%2C2",
 	}
 	for _, s := range good {
 		u, err := Parse(s)
@@ -59,6 +60,28 @@ func TestParseExamples(t *testing.T) {
 	}
 	if !strings.Contains(u.String(), "x-color=blue") {
 		t.Errorf("vendor attribute lost: %s", u)
+	}
+}
+
+// TestPeerTokens: peer-token is a comma-separated list of labels, a
+// comma within a label percent-encoded, printed back the same.
+func TestPeerTokens(t *testing.T) {
+	u := MustParse("pkcs11:token=unit0?peer-token=unit1,unit%2C2")
+	if len(u.PeerTokens) != 2 || u.PeerTokens[0] != "unit1" || u.PeerTokens[1] != "unit,2" {
+		t.Fatalf("PeerTokens %q", u.PeerTokens)
+	}
+	if got := u.String(); got != "pkcs11:token=unit0?peer-token=unit1,unit%2C2" {
+		t.Errorf("printed %s", got)
+	}
+	c := u.Clone()
+	c.PeerTokens[0] = "x"
+	if u.PeerTokens[0] != "unit1" {
+		t.Error("Clone shares PeerTokens")
+	}
+	for _, bad := range []string{"pkcs11:?peer-token=", "pkcs11:?peer-token=a,,b", "pkcs11:?peer-token=a&peer-token=b", "pkcs11:?peer-token=%zz"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
 	}
 }
 
