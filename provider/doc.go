@@ -70,6 +70,15 @@
 // cipher.AEAD's Seal cannot fail; AEADs on devices also implement
 // FallibleAEAD, whose SealErr reports a fault (use Seal and Open).
 //
+// # Several calls at once
+//
+// An AEAD on a device with several sessions or units serves several calls
+// at once and says how many with ConcurrentAEAD's Lanes (Lanes reports 1
+// for any other AEAD); a caller with independent messages, such as the
+// SSH transport's GCM packets, keeps that many in flight. FanOut builds
+// one from several underlying AEADs of the same key, adding a lane only
+// when every lane it has is busy.
+//
 // # Contexts
 //
 // Operations that can wait on a device take a context: Signer,

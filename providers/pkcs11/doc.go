@@ -19,9 +19,14 @@
 // max-sessions) with a wait timeout. A signature borrows a session for one
 // call; an AEAD holds one for its life and returns it on Close
 // (provider.Release), and AEADs are spread over the tokens that offer the
-// mechanism, least used first. AEADs never wait for a session and leave
-// the last one of a pool to signatures, so connections holding AEADs
-// cannot make a host-key signature wait.
+// mechanism, least used first. When an AEAD's calls overlap (a
+// pipelining SSH connection), it takes more sessions, up to
+// Config.AEADLanes, on the least busy tokens (a provider.FanOut, each
+// lane with its own recovery), so one transfer uses every unit. AEADs
+// never wait for a session and leave the last one of a pool to
+// signatures, so connections holding AEADs cannot make a host-key
+// signature wait; extra lanes leave a quarter of the pool to other
+// connections.
 //
 // # Keys
 //
@@ -44,7 +49,9 @@
 // never sent again. A key whose token is lost moves to the token's failover
 // token (Config.Failover or the URI's failover-token) when one holds the
 // same key, and otherwise fails closed: there is no software fallback for
-// a key that lives in a token. Bulk AES-GCM moves its key to another session
+// a key that lives in a token. A key on several peer tokens (Config.Peers,
+// the URI's peer-token) signs on the least busy of them and skips one that
+// fails; each copy is checked to be the same key before it signs. Bulk AES-GCM moves its key to another session
 // or token and, as a last resort, finishes the connection in Go with the
 // same key (unless Config.NoFallback); new AEADs and key agreements simply
 // fail, and the registry falls through to the CPU or software provider.
@@ -87,7 +94,8 @@
 // Config.Faults takes a FaultInjector, through which the provider then
 // calls the module: chosen calls or groups of calls (ParseFault reads
 // "calls=sign code=CKR_DEVICE_REMOVED times=3") fail with a CKR_* value
-// or answer late, on every slot or on chosen ones, until removed. Tests
+// or answer late (the calling thread blocks, as in a device call), on
+// every slot or on chosen ones, until removed. Tests
 // and chaos drills use it to watch the recovery above without a device
 // being pulled; left nil, it costs nothing.
 //

@@ -28,6 +28,24 @@
 // system calls (internal/rawio), which spares the Go scheduler a thread
 // hand-off per packet.
 //
+// # Pipelining
+//
+// When a direction's AEAD serves several calls at once
+// (provider.ConcurrentAEAD: a token AEAD over several sessions or tokens,
+// or one a post-auth process reaches through the monitor), GCM packets
+// are pipelined (pipeline.go): each packet's nonce is fixed when it is
+// framed, so WritePacket starts its seal and returns while one sender
+// writes the sealed packets in order, and the reader frames every packet
+// that has come (packet_length is in the clear) and opens several at
+// once, reading the socket in the background meanwhile. Results are
+// delivered in sequence order, a failure at its place in the sequence; a
+// write-side failure closes the connection, so nothing is reordered,
+// skipped or sent twice. Packets read ahead under keys that then change
+// (the peer's NEWKEYS), or when the connection is exported, are put back
+// as unread bytes. Config.PipelineDepth sets the packets in flight (by
+// default two per lane the AEAD reports). Software and CPU AEADs are
+// never pipelined: their path is one nil check longer.
+//
 // # Key exchange
 //
 // kexinit.go negotiates per RFC 4253 §7.1, as liberally as OpenSSH where

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -536,5 +537,40 @@ func BenchmarkPipelineLatency(b *testing.B) {
 				cl.Close()
 			}
 		}
+	}
+}
+
+// TestPipelinedDisconnectFlushes: packets still in flight when the
+// server disconnects reach the client before the DISCONNECT, in order.
+func TestPipelinedDisconnectFlushes(t *testing.T) {
+	lp := &lanetest.Provider{Lanes: 4, Delay: 500 * time.Microsecond}
+	ts := newTestServer(t, &Config{Registry: laneRegistry(t, lp)})
+	cl, reqs := ts.dial(t, clientConfig("curve25519-sha256", "aes128-gcm@openssh.com", "", "ssh-ed25519"))
+	conn, _ := ts.lastConn()
+	const n = 64
+	go func() {
+		for i := range n {
+			p := wire.AppendString([]byte{wire.MsgGlobalRequest}, "n")
+			p = wire.AppendUint32(wire.AppendBool(p, false), uint32(i))
+			if conn.WritePacket(p) != nil {
+				return
+			}
+		}
+		conn.Disconnect(wire.DisconnectByApplication, "bye")
+	}()
+	got := uint32(0)
+	for req := range reqs {
+		if req.Type == "n" {
+			if v := binary.BigEndian.Uint32(req.Payload); v != got {
+				t.Fatalf("packet %d arrived when %d was due", v, got)
+			}
+			got++
+		}
+	}
+	if got != n {
+		t.Errorf("%d of %d packets arrived before the connection ended", got, n)
+	}
+	if err := cl.Wait(); err == nil || !strings.Contains(err.Error(), "bye") {
+		t.Errorf("the client saw the end as %v, want the DISCONNECT", err)
 	}
 }
