@@ -16,6 +16,7 @@ import (
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/preauth"
+	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -61,12 +62,15 @@ type ConnEnd struct {
 // A program whose Server uses Separation calls it first thing in main,
 // before anything else is set up: the child re-executes the program.
 func RunChild() {
-	switch os.Getenv(ipc.RoleEnv) {
+	switch role := os.Getenv(ipc.RoleEnv); role {
 	case ipc.RolePreauth:
+		sandbox.SetName("sshd-preauth")
 		os.Exit(preauth.Main())
 	case ipc.RolePostauth:
+		sandbox.SetName("sshd-user")
 		os.Exit(postauth.Main())
 	case ipc.RoleSession:
+		sandbox.SetName("sshd-session")
 		os.Exit(postauth.SessionMain())
 	}
 }

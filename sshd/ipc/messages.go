@@ -39,6 +39,7 @@ const (
 	TypeRespond     Type = 28 // RespondRequest (keyboard-interactive responses); the reply is a Decision
 	TypeLoginRecord Type = 29 // LoginRecordRequest; the reply to a login is a LastLogin
 	TypeProve       Type = 30 // ProveRequest; the reply is an SSH signature blob
+	TypeBeginDecide Type = 31 // DecideRequest of the first request: Begin, then Decide; the reply is a Decision (with the banner)
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -48,7 +49,7 @@ var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
-	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeReply: "reply",
+	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeBeginDecide: "begin-decide", TypeReply: "reply",
 }
 
 func (t Type) String() string {

@@ -248,7 +248,7 @@ func (c *child) handle(msg *ipc.Message) {
 		c.connDone(msg.Payload)
 	case ipc.TypeMetrics:
 		c.metrics(msg.Payload)
-	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal,
+	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeBeginDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal,
 		ipc.TypeAEADOpen, ipc.TypeLoginRecord, ipc.TypeProve:
 		c.request(msg)
 	case ipc.TypeAEADClose:

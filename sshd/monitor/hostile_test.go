@@ -76,12 +76,14 @@ func probes(p *ipc.Peer, id uint64, cfg *ipc.ChildConfig) {
 	}
 	call("handoff-before-auth", ipc.TypeHandoff, (&ipc.HandoffRequest{ConnID: id, State: []byte{1}}).Marshal())
 	call("begin-before-kex", ipc.TypeBegin, (&ipc.BeginRequest{ConnID: id, User: "alice", Service: "ssh-connection"}).Marshal())
+	call("begin-decide-before-kex", ipc.TypeBeginDecide, (&ipc.DecideRequest{ConnID: id, Req: signedRequest(make([]byte, 32))}).Marshal())
 	call("sign-short-hash", ipc.TypeSign, sign(id, hostKey, make([]byte, 10)))
 	call("sign-other-key", ipc.TypeSign, sign(id, []byte("not a key"), make([]byte, 32)))
 	call("sign-other-conn", ipc.TypeSign, sign(id+1000, hostKey, make([]byte, 32)))
 	sessionID := bytes.Repeat([]byte{0x55}, 32)
 	call("sign-first", ipc.TypeSign, sign(id, hostKey, sessionID))
 	call("begin", ipc.TypeBegin, (&ipc.BeginRequest{ConnID: id, User: "alice", Service: "ssh-connection"}).Marshal())
+	call("begin-decide-again", ipc.TypeBeginDecide, (&ipc.DecideRequest{ConnID: id, Req: signedRequest(sessionID)}).Marshal())
 	forged := signedRequest(bytes.Repeat([]byte{0x66}, 32)) // over a session id the monitor never signed
 	b := call("decide-forged", ipc.TypeDecide, (&ipc.DecideRequest{ConnID: id, Req: forged}).Marshal())
 	if d, err := ipc.ParseDecision(b); err == nil {
@@ -192,6 +194,8 @@ func TestCompromisedWorker(t *testing.T) {
 		"sign-other-conn":         "no such connection",
 		"sign-first":              "<nil>",
 		"begin":                   "<nil>",
+		"begin-decide-before-kex": "request out of order",
+		"begin-decide-again":      "request out of order",
 		"decide-forged":           "<nil>",
 		"handoff-unauthenticated": "request out of order",
 		"aead-from-worker":        "not for a preauth process",

@@ -45,6 +45,8 @@ func (m *Monitor) serve(c *child, msg *ipc.Message) ([]byte, error) {
 		return m.begin(c, msg.Payload)
 	case ipc.TypeDecide:
 		return m.decide(c, msg.Payload)
+	case ipc.TypeBeginDecide:
+		return m.beginDecide(c, msg.Payload)
 	case ipc.TypeRespond:
 		return m.respond(c, msg.Payload)
 	}
@@ -59,7 +61,7 @@ func allowed(role string, t ipc.Type) bool {
 	switch t {
 	case ipc.TypeSign, ipc.TypeProve:
 		return true
-	case ipc.TypeBegin, ipc.TypeDecide, ipc.TypeRespond, ipc.TypeHandoff:
+	case ipc.TypeBegin, ipc.TypeDecide, ipc.TypeBeginDecide, ipc.TypeRespond, ipc.TypeHandoff:
 		return role == ipc.RolePreauth
 	}
 	return role == ipc.RolePostauth
@@ -195,24 +197,58 @@ func (m *Monitor) begin(c *child, p []byte) ([]byte, error) {
 	}
 	conn.lmu.Lock()
 	defer conn.lmu.Unlock()
-	if conn.login != nil || conn.loginDone {
-		return nil, errWrongPhase
-	}
-	login, err := m.cfg.NewLogin(conn.sessionID, conn.local, conn.remote)
-	if err != nil {
-		return nil, err
-	}
-	conn.login = login
-	m.mu.Lock()
-	conn.user = req.User
-	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
-	defer cancel()
-	banner, err := login.Begin(ctx, req.User, req.Service)
+	banner, err := m.startLogin(conn, req.User, req.Service)
 	if err != nil {
 		return nil, err
 	}
 	return (&ipc.BeginReply{Banner: banner}).Marshal(), nil
+}
+
+// startLogin makes the connection's login and begins it for user; conn.lmu
+// must be held.
+func (m *Monitor) startLogin(conn *mconn, user, service string) (string, error) {
+	if conn.login != nil || conn.loginDone {
+		return "", errWrongPhase
+	}
+	login, err := m.cfg.NewLogin(conn.sessionID, conn.local, conn.remote)
+	if err != nil {
+		return "", err
+	}
+	conn.login = login
+	m.mu.Lock()
+	conn.user = user
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
+	defer cancel()
+	return login.Begin(ctx, user, service)
+}
+
+// beginDecide is begin and decide for the first request in one exchange
+// (a worker saves a round trip per connection): the banner comes back in
+// the decision.
+func (m *Monitor) beginDecide(c *child, p []byte) ([]byte, error) {
+	req, err := ipc.ParseDecideRequest(p)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := m.preauthConn(c, req.ConnID)
+	if err != nil {
+		return nil, err
+	}
+	conn.lmu.Lock()
+	defer conn.lmu.Unlock()
+	banner, err := m.startLogin(conn, req.Req.User, req.Req.Service)
+	if err != nil {
+		return nil, err
+	}
+	d, err := m.decideLocked(conn, req.Req)
+	if err != nil {
+		return nil, err
+	}
+	if banner != "" {
+		d.Banner = banner + d.Banner
+	}
+	return ipc.MarshalDecision(d), nil
 }
 
 // decide decides one authentication request of a connection.
@@ -227,19 +263,29 @@ func (m *Monitor) decide(c *child, p []byte) ([]byte, error) {
 	}
 	conn.lmu.Lock()
 	defer conn.lmu.Unlock()
+	d, err := m.decideLocked(conn, req.Req)
+	if err != nil {
+		return nil, err
+	}
+	return ipc.MarshalDecision(d), nil
+}
+
+// decideLocked decides req in the connection's login; conn.lmu must be
+// held.
+func (m *Monitor) decideLocked(conn *mconn, req *auth.Request) (*auth.Decision, error) {
 	if conn.login == nil || conn.loginDone {
 		return nil, errWrongPhase
 	}
 	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
 	defer cancel()
-	d, err := conn.login.Decide(ctx, req.Req)
+	d, err := conn.login.Decide(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if d.Verdict == auth.Success {
 		m.granted(conn, d)
 	}
-	return ipc.MarshalDecision(d), nil
+	return d, nil
 }
 
 // respond passes keyboard-interactive responses to the connection's

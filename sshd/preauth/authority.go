@@ -16,22 +16,23 @@ type authority struct {
 	id     uint64
 	failed bool   // a request was refused: the connection ends as authfail
 	user   string // of the requests
+	begun  bool   // the monitor has begun the login
 }
 
-func (a *authority) Begin(ctx context.Context, user, service string) (string, error) {
-	b, err := a.peer.Call(ctx, ipc.TypeBegin, (&ipc.BeginRequest{ConnID: a.id, User: user, Service: service}).Marshal())
-	if err != nil {
-		return "", err
-	}
-	r, err := ipc.ParseBeginReply(b)
-	if err != nil {
-		return "", err
-	}
-	return r.Banner, nil
+// Begin only notes the user: the monitor begins the login with the first
+// decision (ipc.TypeBeginDecide), one round trip fewer per connection,
+// and its banner comes back in that decision.
+func (a *authority) Begin(_ context.Context, user, _ string) (string, error) {
+	a.user = user
+	return "", nil
 }
 
 func (a *authority) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, error) {
-	b, err := a.peer.Call(ctx, ipc.TypeDecide, (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal())
+	t := ipc.TypeDecide
+	if !a.begun {
+		t, a.begun = ipc.TypeBeginDecide, true
+	}
+	b, err := a.peer.Call(ctx, t, (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal())
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -35,6 +36,10 @@ import (
 // Main runs a pre-auth worker on the monitor's socket (inherited, see
 // ipc.OpenChild) until the monitor goes away, and returns the exit code.
 func Main() int {
+	// One worker per CPU, each on one: the parallelism is across workers,
+	// and a runtime per process spinning for work on every CPU would cost
+	// the others theirs.
+	runtime.GOMAXPROCS(1)
 	child, err := ipc.OpenChild()
 	if err == nil {
 		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
@@ -212,9 +217,6 @@ func (w *worker) handOver(id uint64, tc *transport.Conn) (ipc.Outcome, error) {
 	if err != nil {
 		return ipc.OutcomeClosed, fmt.Errorf("pre-auth worker: hand-over: %w", err)
 	}
-	if w.reporter != nil {
-		w.reporter.Flush()
-	}
 	return ipc.OutcomeHandedOver, nil
 }
 
@@ -236,9 +238,8 @@ const connectionLost = 10 // SSH_DISCONNECT_CONNECTION_LOST
 
 // done tells the monitor a connection ended here, with the bytes its
 // socket carried.
+// The worker's provider counts go to the monitor every MetricsInterval,
+// not per connection: a worker serves hundreds of handshakes a second.
 func (w *worker) done(id uint64, sock *os.File, out ipc.Outcome, err error) {
-	if w.reporter != nil {
-		w.reporter.Flush()
-	}
 	w.peer.Notify(ipc.TypeConnDone, ipc.NewConnDone(id, sock, out, err).Marshal())
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -128,4 +129,12 @@ func DropTo(id Identity) error {
 		return errors.New("sandbox: root could be regained after dropping it")
 	}
 	return nil
+}
+
+// SetName sets the name top and ps -o comm show for the calling thread
+// (the process's, when called from its main thread): a child started
+// from /proc/self/exe would otherwise be called "exe".
+func SetName(name string) {
+	b := append([]byte(name), 0)
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&b[0])), 0, 0, 0)
 }

@@ -39,3 +39,6 @@ func OpenAs(id Identity, path string, flags int) (*os.File, error) {
 
 // DropTo is not available here.
 func DropTo(id Identity) error { return ErrUnsupported }
+
+// SetName does nothing here.
+func SetName(string) {}

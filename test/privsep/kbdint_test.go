@@ -54,3 +54,22 @@ func TestKeyboardInteractiveSeparated(t *testing.T) {
 		}
 	}
 }
+
+// The Banner reaches the client before the first answer under privilege
+// separation too, where the worker's first request begins the login in
+// the monitor and the banner comes back with its decision.
+func TestBannerSeparated(t *testing.T) {
+	a := newAccount(t)
+	banner := filepath.Join(t.TempDir(), "banner")
+	os.WriteFile(banner, []byte("separated banner: authorized use only\n"), 0o644)
+	d := startDaemon(t, nil, "Banner "+banner)
+	cmd := exec.Command("ssh", "-F", "/dev/null", "-p", d.port, "-i", a.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", a.Username+"@127.0.0.1", "echo in")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "in\n") {
+		t.Fatalf("login: %v\n%s\n%s", err, out, d.log)
+	}
+	if !strings.Contains(string(out), "separated banner: authorized use only") {
+		t.Errorf("the client did not show the banner:\n%s", out)
+	}
+}
