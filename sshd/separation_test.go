@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,6 +177,31 @@ func TestSeparatedLinger(t *testing.T) {
 	c2 := f.dial(t)
 	if second := strings.TrimSpace(run(t, c2, "echo $PPID", nil)); second == first {
 		t.Fatal("the second login was served by the process that should have ended")
+	}
+}
+
+// TestSeparatedLingerAfterHangups: clients that hang up as soon as they
+// are authenticated (the post-auth process sees the end before the
+// monitor has finished the hand-over) still leave it idle, so it ends.
+func TestSeparatedLingerAfterHangups(t *testing.T) {
+	f := newSeparatedWith(t, &Separation{Workers: 1, Linger: 50 * time.Millisecond}, func(c *Config) { c.MaxStartups = 100 })
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				f.dial(t).Close()
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.srv.mon.Stats().PostAuth != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the post-auth process did not end after 200 hung-up logins: %+v", f.srv.mon.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/user"
 	"strconv"
 	"time"
@@ -33,10 +34,22 @@ func (m *Monitor) adopt(conn *mconn, state []byte) error {
 	}
 	msg := &ipc.Adopt{ConnID: conn.id, Local: conn.local.String(), Remote: conn.remote.String(),
 		Perms: perms, Settings: settings, State: state}
-	if err := p.peer.Notify(ipc.TypeAdopt, msg.Marshal(), conn.file); err != nil {
+	// conn is p's before p can hear of it: a client that hangs up at
+	// once makes p report the end straight away, which must find conn
+	// p's and not be dropped as a stranger's (p would never go idle).
+	f, err := m.handedOver(conn, p)
+	if err != nil {
+		m.mu.Lock()
+		delete(p.conns, conn.id)
+		m.mu.Unlock()
+		m.maybeIdle(p)
 		return err
 	}
-	m.handedOver(conn, p)
+	err = p.peer.Notify(ipc.TypeAdopt, msg.Marshal(), f)
+	f.Close()
+	if err != nil {
+		return err
+	}
 	go m.closeLogin(conn) // authentication is over; its transaction ends
 	return nil
 }
@@ -57,10 +70,15 @@ func settingsJSON(c *connection.Config) ([]byte, error) {
 	return b, nil
 }
 
-// handedOver moves conn to post-auth process p: the monitor's copy of the
-// socket is closed and the worker's part is over.
-func (m *Monitor) handedOver(conn *mconn, p *child) {
+// handedOver moves conn to post-auth process p and returns the monitor's
+// copy of the socket, for p, which the caller closes: the worker's part is
+// over.
+func (m *Monitor) handedOver(conn *mconn, p *child) (*os.File, error) {
 	m.mu.Lock()
+	if conn.phase == phaseDone {
+		m.mu.Unlock()
+		return nil, errConnEnded
+	}
 	if old := conn.owner; old != nil {
 		delete(old.conns, conn.id)
 	}
@@ -68,11 +86,11 @@ func (m *Monitor) handedOver(conn *mconn, p *child) {
 	f := conn.file
 	conn.file = nil
 	m.mu.Unlock()
-	f.Close()
 	if conn.grace != nil {
 		conn.grace.Stop()
 	}
 	conn.preauthEnd()
+	return f, nil
 }
 
 // postFor returns the running post-auth process for conn's user, or

@@ -16,6 +16,7 @@ import (
 var (
 	errNotYours   = errors.New("monitor: no such connection for this process")
 	errWrongPhase = errors.New("monitor: request out of order for this connection")
+	errConnEnded  = errors.New("monitor: the connection has ended")
 	errNoHostKey  = errors.New("monitor: not a host key of this server")
 	errHashSize   = errors.New("monitor: not the size of an exchange hash")
 	errRekeyRate  = errors.New("monitor: too many key re-exchanges")
