@@ -425,7 +425,7 @@ func (b *bench) idle(ctx context.Context, sv *server, n int) (Sample, error) {
 				c.Close()
 			}
 		}
-		sv.meter.Settle(0, time.Minute)
+		sv.settle(time.Minute)
 	}()
 	start := time.Now()
 	if err := forEach(ctx, n, 16, func(i int) error {
