@@ -21,7 +21,8 @@ type Identity struct {
 // calling process's, so a root process reading a user's file cannot be
 // led by a symbolic link to a file only root may read. It changes the
 // file-system identity (setfsuid, setfsgid, setgroups) of one OS thread
-// only, which is then retired rather than given back to other goroutines.
+// only, which goes back to other goroutines only once its own identity
+// is restored and checked, and is retired otherwise.
 // A process that is not root can only open as itself.
 func OpenAs(id Identity, path string, flags int) (*os.File, error) {
 	if os.Geteuid() != 0 {
@@ -36,16 +37,64 @@ func OpenAs(id Identity, path string, flags int) (*os.File, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := becomeForFiles(id); err != nil {
+		runtime.LockOSThread() // unlocked only once the thread is itself again
+		own, err := threadIdentity()
+		if err == nil {
+			err = becomeForFiles(id)
+		}
+		if err != nil {
 			ch <- result{nil, err}
 			return
 		}
 		f, err := os.OpenFile(path, flags|syscall.O_CLOEXEC, 0)
 		ch <- result{f, err}
+		if becomeForFiles(own) == nil && sameGroups(own.Groups) {
+			runtime.UnlockOSThread() // back to the pool: a thread per open costs a clone and an exit
+		}
 	}()
 	r := <-ch
 	return r.f, r.err
+}
+
+// threadIdentity is the calling thread's file-system identity (the
+// process's, on a thread OpenAs has not changed).
+func threadIdentity() (Identity, error) {
+	id := Identity{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid())}
+	groups, err := threadGroups()
+	id.Groups = groups
+	return id, err
+}
+
+// threadGroups reads the calling thread's supplementary groups (a raw
+// system call, so it is this thread's and not a cached value).
+func threadGroups() ([]uint32, error) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_GETGROUPS, 0, 0, 0)
+	if e != 0 {
+		return nil, fmt.Errorf("sandbox: getgroups: %w", e)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	g := make([]uint32, n)
+	m, _, e := syscall.RawSyscall(syscall.SYS_GETGROUPS, n, uintptr(unsafe.Pointer(&g[0])), 0)
+	if e != 0 || m != n {
+		return nil, fmt.Errorf("sandbox: getgroups: %w", e)
+	}
+	return g, nil
+}
+
+// sameGroups says whether the calling thread's groups are want.
+func sameGroups(want []uint32) bool {
+	g, err := threadGroups()
+	if err != nil || len(g) != len(want) {
+		return false
+	}
+	for i := range g {
+		if g[i] != want[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // becomeForFiles sets the calling thread's groups, fsgid and fsuid (raw

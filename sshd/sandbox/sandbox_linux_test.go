@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -172,6 +173,41 @@ func TestOpenAs(t *testing.T) {
 			t.Fatalf("after OpenAs, root reads its file: %q %v", b, err)
 		}
 	}
+	for i := 0; i < 20; i++ {
+		if f, err := OpenAs(nobody, open, os.O_RDONLY); err == nil {
+			f.Close()
+		}
+	}
+	checkThreadsAreRoot(t)
+}
+
+// checkThreadsAreRoot: every thread of the process has root's fsuid,
+// fsgid and groups (the threads OpenAs used came back as themselves).
+func checkThreadsAreRoot(t *testing.T) {
+	t.Helper()
+	self, _ := os.ReadFile("/proc/self/status")
+	want := statusLine(string(self), "Groups:")
+	tasks, _ := filepath.Glob("/proc/self/task/*/status")
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the thread ended
+		}
+		st := string(b)
+		uid, gid := strings.Fields(statusLine(st, "Uid:")), strings.Fields(statusLine(st, "Gid:"))
+		if len(uid) != 4 || len(gid) != 4 || uid[3] != "0" || gid[3] != gid[1] || statusLine(st, "Groups:") != want {
+			t.Errorf("%s: Uid %v Gid %v Groups %q, want fsuid 0, fsgid the egid, groups %q", p, uid, gid, statusLine(st, "Groups:"), want)
+		}
+	}
+}
+
+func statusLine(status, key string) string {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, key); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // TestCheckChroot: OpenSSH's ownership rules for ChrootDirectory.
