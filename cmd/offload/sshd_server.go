@@ -200,6 +200,7 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 		TrustedUserCAKeys:   c.TrustedUserCAKeys,
 		RevokedKeys:         c.RevokedKeys,
 		MaxAuthTries:        c.MaxAuthTries,
+		RequiredRSASize:     c.RequiredRSASize,
 		PermitRootLogin:     auth.RootLogin(c.PermitRootLogin),
 		AllowUsers:          c.AllowUsers,
 		IgnoreFileModes:     !c.StrictModes,

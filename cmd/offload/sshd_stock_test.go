@@ -18,9 +18,7 @@ import (
 // them (precisely: ErrNotImplemented naming them) and the tests check the
 // rest of the file starts. Whoever implements one removes it here; the
 // tests fail while a keyword is listed that no longer stops the start.
-var pendingStock = map[string]string{
-	"RequiredRSASize": "auth: RSA minimum other than 1024 bits",
-}
+var pendingStock = map[string]string{}
 
 // sshAuditHardening is the drop-in of the ssh-audit.com hardening guides
 // (Debian 12, Ubuntu 22.04/24.04 server).

@@ -55,14 +55,14 @@ func (s *settings) parseKey(algo string, blob []byte) (ssh.PublicKey, *algorithm
 	if key.Type() != a.keyType {
 		return nil, nil, reject(fmt.Sprintf("key type %s does not match algorithm %s", quote(key.Type()), quote(algo)))
 	}
-	if err := checkKeySize(key); err != nil {
+	if err := checkKeySize(key, s.minRSA); err != nil {
 		return nil, nil, err
 	}
 	return key, &a, nil
 }
 
-// checkKeySize refuses RSA keys shorter than MinRSABits.
-func checkKeySize(key ssh.PublicKey) error {
+// checkKeySize refuses RSA keys shorter than minBits.
+func checkKeySize(key ssh.PublicKey, minBits int) error {
 	if c, ok := key.(*ssh.Certificate); ok {
 		key = c.Key
 	}
@@ -70,8 +70,8 @@ func checkKeySize(key ssh.PublicKey) error {
 	if !ok {
 		return nil
 	}
-	if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < MinRSABits {
-		return reject(fmt.Sprintf("RSA key of %d bits, at least %d required", rk.N.BitLen(), MinRSABits))
+	if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < minBits {
+		return reject(fmt.Sprintf("RSA key of %d bits, at least %d required", rk.N.BitLen(), minBits))
 	}
 	return nil
 }

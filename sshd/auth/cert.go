@@ -30,7 +30,7 @@ func (s *decider) acceptCert(c *ssh.Certificate) (*grant, error) {
 	if !s.cfg.caAlgoAllowed(c.Signature.Format) {
 		return nil, reject("certificate signature algorithm " + quote(c.Signature.Format) + " not accepted")
 	}
-	if err := checkKeySize(c.SignatureKey); err != nil {
+	if err := checkKeySize(c.SignatureKey, s.cfg.minRSA); err != nil {
 		return nil, err
 	}
 	g, err := s.certFromTrustedCAs(c)

@@ -162,6 +162,11 @@ type Config struct {
 	// connection is dropped (0 means DefaultMaxAuthTries).
 	MaxAuthTries int
 
+	// RequiredRSASize is the smallest RSA key, in bits, accepted for a
+	// user key or the CA of a user certificate (0 means MinRSABits;
+	// smaller values are raised to it), as OpenSSH's RequiredRSASize.
+	RequiredRSASize int
+
 	// Banner, when not empty, is sent as SSH_MSG_USERAUTH_BANNER before
 	// the first answer.
 	Banner string
@@ -258,6 +263,7 @@ type settings struct {
 	*Config
 	keyFiles []string
 	maxTries int
+	minRSA   int
 	root     RootLogin
 	keyAlgos []string
 	caAlgos  []string
@@ -273,7 +279,7 @@ func newSettings(c *Config) *settings {
 	if c == nil {
 		c = &Config{}
 	}
-	s := &settings{Config: c, keyFiles: c.AuthorizedKeysFiles, maxTries: c.MaxAuthTries,
+	s := &settings{Config: c, keyFiles: c.AuthorizedKeysFiles, maxTries: c.MaxAuthTries, minRSA: max(c.RequiredRSASize, MinRSABits),
 		root: c.PermitRootLogin, keyAlgos: c.PublicKeyAlgorithms, caAlgos: c.CASignatureAlgorithms,
 		lookup: c.LookupUser, log: c.Logger, now: c.Now}
 	s.fillDefaults()

@@ -176,6 +176,28 @@ func TestSmallRSAKeyRefused(t *testing.T) {
 	}
 }
 
+// TestRequiredRSASize: a 2048-bit key is refused under RequiredRSASize
+// 3072, for a user key and for a certificate's CA, and accepted under
+// the default.
+func TestRequiredRSASize(t *testing.T) {
+	key := rsaSigner(t) // 2048 bits
+	for _, required := range []int{0, 3072} {
+		w := newWorld(t)
+		w.authorize(authLine("", key.PublicKey()))
+		w.cfg.RequiredRSASize = required
+		c, ch := startRun(t, w.cfg)
+		c.startService()
+		if required == 0 {
+			wantSuccess(t, c.signed("rsa-sha2-256", key), ch)
+			continue
+		}
+		wantFailure(t, c.signed("rsa-sha2-256", key), "publickey")
+		if !w.logged("RSA key of 2048 bits, at least 3072 required") {
+			t.Fatalf("log lacks the cause:\n%s", w.logs)
+		}
+	}
+}
+
 func TestValidUserName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"alice": true, "Ålice.b-c_d": true, "a@b": true, "": false, "-oProxyCommand=x": false,

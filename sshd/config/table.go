@@ -60,7 +60,7 @@ var keywords = []*keyword{
 	intKW("ClientAliveCountMax", 0, 1000, DefaultClientAliveCount, func(c *Config) *int { return &c.ClientAliveCountMax }).perConnection().
 		supported("connection.Config.ClientAliveCountMax").eg("5"),
 	intKW("RequiredRSASize", 1024, 16384, 1024, func(c *Config) *int { return &c.RequiredRSASize }).match().
-		refused("auth", "an RSA minimum other than 1024 bits", "1024").eg("3072"),
+		supported("auth.Config.RequiredRSASize").eg("3072"),
 	octalKW("StreamLocalBindMask", 0o177, func(c *Config) *uint32 { return &c.StreamLocalBindMask }).perConnection().
 		supported("connection.Config.StreamLocalBindMask").eg("0117"),
 	timeKW("UnusedConnectionTimeout", 0, true, func(c *Config) *time.Duration { return &c.UnusedConnectionTimeout }).perConnection().
