@@ -210,7 +210,7 @@ Match LocalPort %d
 	clientAuth := filepath.Join(dir, "client.Xauthority")
 	cookie := make([]byte, 16)
 	rand.Read(cookie)
-	display := startXvfb(t, xvfb, xauth, clientAuth, hex.EncodeToString(cookie))
+	display := testenv.StartXvfb(t, xvfb, xauth, clientAuth, hex.EncodeToString(cookie))
 	xenv := []string{"DISPLAY=" + display, "XAUTHORITY=" + clientAuth}
 	out, stderr, err := u.cl.runEnv(t, xenv, open, []string{"-Y"}, `echo "$DISPLAY"; `+xdpyinfo+` | grep "^name of display"; `+xauth+` list`)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -273,34 +273,6 @@ Match LocalPort %d
 	if out, _, _ := u.cl.run(t, restricted, "", nil, nil, "echo", "cmd"); out != "cmd\n" {
 		t.Errorf("PermitUserRC no in Match: %q", out)
 	}
-}
-
-// startXvfb starts a virtual X server that requires cookie, recorded in
-// authFile, and returns its display.
-func startXvfb(t *testing.T, xvfb, xauth, authFile, cookie string) string {
-	t.Helper()
-	for n := 91; n < 120; n++ {
-		if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(n)); err == nil {
-			continue
-		}
-		display := ":" + strconv.Itoa(n)
-		if out, err := exec.Command(xauth, "-f", authFile, "add", display, ".", cookie).CombinedOutput(); err != nil {
-			t.Fatalf("xauth add: %v %s", err, out)
-		}
-		cmd := exec.Command(xvfb, display, "-auth", authFile, "-nolisten", "tcp")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(n)); err == nil {
-				return display
-			}
-		}
-		t.Fatalf("Xvfb %s did not start", display)
-	}
-	t.Fatal("no free X display")
-	return ""
 }
 
 // TestForwardingKeywordsWithOpenSSH: PermitOpen, PermitListen,

@@ -127,7 +127,7 @@ func TestX11Forwarding(t *testing.T) {
 	clientAuth := filepath.Join(dir, "client.Xauthority")
 	cookie := make([]byte, 16)
 	rand.Read(cookie)
-	display := startXvfb(t, xvfb, xauth, clientAuth, hex.EncodeToString(cookie))
+	display := testenv.StartXvfb(t, xvfb, xauth, clientAuth, hex.EncodeToString(cookie))
 	serverAuth := filepath.Join(dir, "server.Xauthority")
 	off := 40
 	f := newFixture(t, &connection.Config{X11Forwarding: true, XAuthLocation: xauth, X11DisplayOffset: &off,
@@ -152,32 +152,4 @@ func TestX11Forwarding(t *testing.T) {
 	if out != "none\n" {
 		t.Errorf("X11Forwarding no: DISPLAY %q", out)
 	}
-}
-
-// startXvfb starts a virtual X server that requires cookie, recorded in
-// authFile, and returns its display.
-func startXvfb(t *testing.T, xvfb, xauth, authFile, cookie string) string {
-	t.Helper()
-	for n := 91; n < 120; n++ {
-		if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(n)); err == nil {
-			continue
-		}
-		display := ":" + strconv.Itoa(n)
-		if out, err := runTool(t, nil, xauth, "-f", authFile, "add", display, ".", cookie); err != nil {
-			t.Fatalf("xauth add: %v %s", err, out)
-		}
-		cmd := exec.Command(xvfb, display, "-auth", authFile, "-nolisten", "tcp")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(n)); err == nil {
-				return display
-			}
-		}
-		t.Fatalf("Xvfb %s did not start", display)
-	}
-	t.Fatal("no free X display")
-	return ""
 }
