@@ -47,8 +47,9 @@ func OpenAs(id Identity, path string, flags int) (*os.File, error) {
 			return
 		}
 		f, err := os.OpenFile(path, flags|syscall.O_CLOEXEC, 0)
-		ch <- result{f, err}
-		if becomeForFiles(own) == nil && sameGroups(own.Groups) {
+		restored := becomeForFiles(own) == nil && sameGroups(own.Groups)
+		ch <- result{f, err} // after the restore: the caller sees the thread as itself again
+		if restored {
 			runtime.UnlockOSThread() // back to the pool: a thread per open costs a clone and an exit
 		}
 	}()
