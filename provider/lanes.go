@@ -149,7 +149,9 @@ func (f *FanOut) take() (cipher.AEAD, error) {
 // did not fail recently; nil otherwise.
 func (f *FanOut) tryGrow() cipher.AEAD {
 	f.mu.Lock()
-	if f.grow == nil || f.closed || len(f.lanes)+f.pending >= f.max || time.Now().Before(f.retryAt) {
+	// One lane is built at a time: a caller that finds one being built
+	// waits for a free lane, and a failure is seen before another try.
+	if f.grow == nil || f.closed || f.pending > 0 || len(f.lanes) >= f.max || time.Now().Before(f.retryAt) {
 		f.mu.Unlock()
 		return nil
 	}
