@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offload/offload/internal/devicewait"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/software"
@@ -133,7 +134,7 @@ func (l *lane) wait() {
 		d = rand.N(2 * d)
 	}
 	if d > 0 {
-		wait(d)
+		devicewait.Wait(d)
 	}
 	l.p.inside.Add(-1)
 }

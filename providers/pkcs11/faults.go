@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/offload/offload/internal/devicewait"
 )
 
 // FaultInjector makes chosen PKCS #11 calls of a provider fail with a
@@ -320,7 +322,7 @@ func (f *FaultInjector) before(fn int, slot uint, hasSlot bool) uint {
 		f.injected[fn].Add(1)
 	}
 	if delay > 0 {
-		deviceWait(delay)
+		devicewait.Wait(delay)
 	}
 	return code
 }
