@@ -149,9 +149,7 @@ func (f *FanOut) take() (cipher.AEAD, error) {
 // did not fail recently; nil otherwise.
 func (f *FanOut) tryGrow() cipher.AEAD {
 	f.mu.Lock()
-	// One lane is built at a time: a caller that finds one being built
-	// waits for a free lane, and a failure is seen before another try.
-	if f.grow == nil || f.closed || f.pending > 0 || len(f.lanes) >= f.max || time.Now().Before(f.retryAt) {
+	if f.grow == nil || f.closed || len(f.lanes)+f.pending >= f.max || time.Now().Before(f.retryAt) {
 		f.mu.Unlock()
 		return nil
 	}
