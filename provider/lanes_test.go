@@ -233,8 +233,11 @@ func TestFanOutGrowFailure(t *testing.T) {
 			defer wg.Done()
 			f.Seal(nil, nonceOf(i), []byte("x"), nil)
 		}()
-		if i == 0 {
+		switch i {
+		case 0:
 			waitUntil(t, func() bool { return pool.inside.Load() == 1 })
+		case 1: // its attempt has failed before the third caller comes
+			waitUntil(t, func() bool { return f.GrowError() != nil })
 		}
 	}
 	waitUntil(t, func() bool { return pool.grows.Load() >= 1 })
