@@ -258,13 +258,44 @@ func (tok *Token) init() error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		_, err = tok.env.run("--init-token", "--free", "--label", tok.Label, "--pin", tok.PIN, "--so-pin", tok.SOPIN)
-		if err == nil {
+		if err == nil || tok.ready() {
 			return nil
 		}
 		tok.deleteQuiet()
 		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 	}
 	return err
+}
+
+// ready reports whether the token exists with its user PIN set. A failed
+// --init-token may have made the token and failed only in the report it
+// prints after (reading another slot a process had busy): deleting that
+// token and making it again would pull it from under a process that had
+// already seen it.
+func (tok *Token) ready() bool {
+	out, err := tok.env.run("--show-slots")
+	if err != nil {
+		return false
+	}
+	return pinSet(out, tok.Label)
+}
+
+// pinSet finds, in --show-slots output, the token labelled label and
+// reports whether its user PIN is initialized.
+func pinSet(showSlots, label string) bool {
+	pin := false
+	for _, line := range strings.Split(showSlots, "\n") {
+		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		val = strings.TrimSpace(val)
+		switch {
+		case !ok:
+		case key == "User PIN init.":
+			pin = val == "yes"
+		case key == "Label" && val == label:
+			return pin
+		}
+	}
+	return false
 }
 
 func (tok *Token) deleteQuiet() { _ = tok.delete() }
