@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/offload/offload/internal/sshtime"
 )
 
 // parseBool accepts "yes" and "no", as sshd does.
@@ -41,50 +43,15 @@ func parseInt(s string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// maxDuration bounds time arguments (a year), far beyond any sane timeout
-// and far from overflowing time.Duration.
-const maxDuration = 366 * 24 * time.Hour
-
-var timeUnits = map[byte]time.Duration{
-	's': time.Second, 'm': time.Minute, 'h': time.Hour,
-	'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour,
-}
-
 // ParseTime parses an sshd time: a sequence of numbers each followed by an
 // optional unit s, m, h, d or w (either case); a number without a unit is
-// seconds. "120", "2m", "1h30m" and "1w2d" are accepted. "none" is zero.
+// seconds. "120", "2m", "1h30m" and "1w2d" are accepted, up to a year.
+// "none" is zero.
 func ParseTime(s string) (time.Duration, error) {
 	if strings.EqualFold(s, "none") {
 		return 0, nil
 	}
-	if s == "" {
-		return 0, errors.New("empty time")
-	}
-	var total time.Duration
-	for rest := s; rest != ""; {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if i == 0 || i > 9 {
-			return 0, fmt.Errorf("%q is not a time (like 90, 2m, 1h30m)", s)
-		}
-		n, _ := strconv.Atoi(rest[:i])
-		unit := time.Second
-		if i < len(rest) {
-			u, ok := timeUnits[lower(rest[i])]
-			if !ok {
-				return 0, fmt.Errorf("%q: unknown time unit %q (use s, m, h, d, w)", s, rest[i])
-			}
-			unit, i = u, i+1
-		}
-		total += time.Duration(n) * unit
-		if total > maxDuration {
-			return 0, fmt.Errorf("%q is longer than a year", s)
-		}
-		rest = rest[i:]
-	}
-	return total, nil
+	return sshtime.Parse(s)
 }
 
 func lower(c byte) byte {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/offload/offload/internal/sshtime"
 )
 
 // Kind is an event a source is penalised for.
@@ -171,30 +173,16 @@ func parseOverflow(s string) (Overflow, error) {
 
 // ParseDuration reads OpenSSH's time format: a number of seconds, or
 // numbers with units s, m, h, d, w concatenated ("1h30m"); a Go duration
-// ("1.5s") is accepted too.
+// ("1.5s") is accepted too. Either is at most a year.
 func ParseDuration(s string) (time.Duration, error) {
-	if n, err := strconv.ParseUint(s, 10, 31); err == nil {
-		return time.Duration(n) * time.Second, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	d, err := sshtime.Parse(s)
+	if err == nil {
 		return d, nil
 	}
-	units := map[byte]time.Duration{'s': time.Second, 'S': time.Second, 'm': time.Minute, 'M': time.Minute,
-		'h': time.Hour, 'H': time.Hour, 'd': 24 * time.Hour, 'D': 24 * time.Hour, 'w': 7 * 24 * time.Hour, 'W': 7 * 24 * time.Hour}
-	var total time.Duration
-	for s != "" {
-		i := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == 0 || i > 9 || i == len(s) || units[s[i]] == 0 {
-			return 0, fmt.Errorf("bad time %q", s)
-		}
-		n, _ := strconv.Atoi(s[:i])
-		total += time.Duration(n) * units[s[i]]
-		s = s[i+1:]
+	if g, gerr := time.ParseDuration(s); gerr == nil && g >= 0 && g <= sshtime.Max {
+		return g, nil
 	}
-	return total, nil
+	return 0, fmt.Errorf("bad time %q", s)
 }
 
 // ParseNetBlockSize reads PerSourceNetBlockSize: "bits4" or "bits4:bits6".
