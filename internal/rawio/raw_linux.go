@@ -63,3 +63,21 @@ func TCPBytes(nc any) (in, out uint64, ok bool) {
 	}
 	return info.Bytes_received, info.Bytes_acked, true
 }
+
+// growPipe sets the capacity of the pipe behind rc to n bytes.
+func growPipe(rc syscall.RawConn, n int) error {
+	if n <= 0 || n > 1<<30 { // the kernel reads an unsigned int
+		return syscall.EINVAL
+	}
+	var errno syscall.Errno
+	err := rc.Control(func(fd uintptr) {
+		_, _, errno = syscall.RawSyscall(syscall.SYS_FCNTL, fd, unix.F_SETPIPE_SZ, uintptr(n))
+	})
+	if err != nil {
+		return err
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

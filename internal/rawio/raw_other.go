@@ -44,3 +44,6 @@ func nonBlocking(syscall.RawConn) bool { return true }
 
 // TCPBytes is not available here.
 func TCPBytes(nc any) (in, out uint64, ok bool) { return 0, 0, false }
+
+// growPipe is not available here: pipes keep their size.
+func growPipe(syscall.RawConn, int) error { return syscall.ENOTSUP }

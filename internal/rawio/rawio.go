@@ -77,6 +77,16 @@ func (r Reader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// GrowPipe asks the kernel to give the pipe behind rc a buffer of n
+// bytes (F_SETPIPE_SZ on Linux; elsewhere it fails and the pipe keeps
+// its size). The kernel refuses more than fs.pipe-max-size, and any
+// growth once the user's pipes hold fs.pipe-user-pages-soft: the pipe
+// then keeps the size it had, which is only slower.
+func GrowPipe(rc syscall.RawConn, n int) error { return growPipe(rc, n) }
+
+// GrowPipe is GrowPipe for the Reader's descriptor.
+func (r Reader) GrowPipe(n int) error { return growPipe(r.RC, n) }
+
 func (w Writer) Write(p []byte) (int, error) {
 	done := 0
 	var errno syscall.Errno

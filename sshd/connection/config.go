@@ -33,6 +33,11 @@ const (
 	maxMaxPacket = 256<<10 - 128
 	// sendChunk caps the data we put in one outgoing packet.
 	sendChunk = 64 << 10
+	// bulkChunk is how much a channel reads from its program at once
+	// during a bulk transfer, bulkPipe the pipe size it then asks for
+	// (fs.pipe-max-size is 1 MiB by default).
+	bulkChunk = 256 << 10
+	bulkPipe  = 1 << 20
 )
 
 // TCPForwarding mirrors sshd_config's AllowTcpForwarding and

@@ -101,6 +101,10 @@ func (c *channel) writeSinkLocked(a, b []byte) {
 	c.sinkBusy = false
 	c.consumed += uint32(n)
 	short := n < len(a)+len(b)
+	if short && !c.sinkGrown { // the program falls behind: give it room
+		c.sinkGrown = true
+		rawio.GrowPipe(c.sink, bulkPipe)
+	}
 	if n < len(a) {
 		c.in.write(a[n:])
 		n = len(a)

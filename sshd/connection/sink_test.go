@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math/rand/v2"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +153,25 @@ func TestSinkBatchInterleaved(t *testing.T) {
 		checkSum(t, b, hex.EncodeToString(hb.Sum(nil)))
 		c.checkFaults(t)
 	})
+}
+
+// TestSinkPipeGrows uploads to a program that reads late: once the
+// read loop finds its stdin pipe full, the pipe is enlarged to bulkPipe
+// (the program reports its capacity, F_GETPIPE_SZ), and every byte still
+// arrives.
+func TestSinkPipeGrows(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed to read the pipe's capacity")
+	}
+	c := startClientConn(t, t.Context(), nil, self(t), false)
+	ch := c.session(t)
+	ch.exec(`sleep 0.3; python3 -c 'import fcntl, hashlib, sys; print(fcntl.fcntl(0, 1032)); print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'`)
+	want := randomChunks(ch, 9, 3<<20)
+	ch.sendEOF()
+	ch.waitClosed(t)
+	got := strings.Fields(ch.stdout.String())
+	if len(got) != 2 || got[0] != strconv.Itoa(bulkPipe) || got[1] != want {
+		t.Errorf("program printed %q, want the pipe size %d and sha256 %s", ch.stdout.String(), bulkPipe, want)
+	}
+	c.checkFaults(t)
 }
