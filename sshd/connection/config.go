@@ -281,9 +281,10 @@ func (c *Config) settings() *settings {
 	if s.StreamLocalBindMask != nil {
 		s.bindMask = *s.StreamLocalBindMask & 0o777
 	}
-	s.umask = loginDefsUmask(loginDefsPath)
 	if s.Umask != nil {
 		s.umask = *s.Umask & 0o777
+	} else {
+		s.umask = loginDefsUmask(loginDefsPath)
 	}
 	if s.Subsystems == nil {
 		s.Subsystems = map[string]string{"sftp": InternalSFTP}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -99,8 +100,43 @@ func matchPatternList(patterns []string, s string) bool {
 	return ok
 }
 
-// loginDefsUmask reads UMASK from login.defs, 022 when absent or bad.
-func loginDefsUmask(path string) fs.FileMode {
+// loginDefsUmask returns UMASK from login.defs, 022 when absent or bad.
+// The file is parsed again only when it changes (another inode, size or
+// modification time), so a connection pays one stat for it.
+func loginDefsUmask(path string) fs.FileMode { return loginDefs.umask(path) }
+
+var loginDefs defsCache
+
+// defsCache is the last login.defs parsed and what it said.
+type defsCache struct {
+	mu    sync.Mutex
+	path  string
+	stamp defsStamp
+	mode  fs.FileMode
+}
+
+// defsStamp tells one version of a file from another.
+type defsStamp struct {
+	dev, ino uint64
+	size     int64
+	mtime    syscall.Timespec
+}
+
+func (c *defsCache) umask(path string) fs.FileMode {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return defaultUmask
+	}
+	stamp := defsStamp{uint64(st.Dev), st.Ino, st.Size, st.Mtim}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.path != path || c.stamp != stamp {
+		c.path, c.stamp, c.mode = path, stamp, readLoginDefsUmask(path)
+	}
+	return c.mode
+}
+
+func readLoginDefsUmask(path string) fs.FileMode {
 	f, err := os.Open(path)
 	if err != nil {
 		return defaultUmask
@@ -125,9 +161,8 @@ func parseLoginDefsUmask(r io.Reader) (fs.FileMode, bool) {
 			skipLine(br)
 			continue
 		}
-		f := strings.Fields(string(line))
-		if len(f) >= 2 && f[0] == "UMASK" {
-			if v, perr := strconv.ParseUint(f[1], 8, 32); perr == nil && v <= 0o777 {
+		if f := bytes.Fields(line); len(f) >= 2 && string(f[0]) == "UMASK" {
+			if v, perr := strconv.ParseUint(string(f[1]), 8, 32); perr == nil && v <= 0o777 {
 				m, found = fs.FileMode(v), true
 			}
 		}

@@ -111,6 +111,19 @@ func TestLoginDefsUmask(t *testing.T) {
 	if m := loginDefsUmask(filepath.Join(dir, "none")); m != 0o22 {
 		t.Errorf("missing login.defs: %o", m)
 	}
+	// Read once, then again only when the file changes.
+	defs := filepath.Join(dir, "login.defs")
+	for i, c := range []struct {
+		text string
+		want fs.FileMode
+	}{{"UMASK 027\n", 0o27}, {"UMASK 027\n", 0o27}, {"# none\nUMASK 077\n", 0o77}, {"", 0o22}} {
+		if err := os.WriteFile(defs, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if m := loginDefsUmask(defs); m != c.want {
+			t.Errorf("step %d, login.defs %q: umask %o, want %o", i, c.text, m, c.want)
+		}
+	}
 }
 
 func TestSessionUmask(t *testing.T) {
