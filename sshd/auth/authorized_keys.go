@@ -66,7 +66,7 @@ func (s *decider) eachAuthorizedFileLine(fn func(*authorizedLine) bool) bool {
 			s.log.Warn("auth: authorized keys file", "user", s.user, "err", err)
 			continue
 		}
-		data, err := readUserFile(path, s.acct.u, !s.cfg.IgnoreFileModes)
+		data, err := readUserFile(path, s.acct, !s.cfg.IgnoreFileModes)
 		if err != nil {
 			s.log.Warn("auth: authorized keys file ignored", "user", s.user, "err", err)
 			continue

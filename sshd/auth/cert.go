@@ -91,7 +91,7 @@ func (s *decider) principalFromFile(c *ssh.Certificate) (string, *keyOptions, er
 		if err != nil {
 			return "", nil, err
 		}
-		data, err := readUserFile(path, s.acct.u, !s.cfg.IgnoreFileModes)
+		data, err := readUserFile(path, s.acct, !s.cfg.IgnoreFileModes)
 		if err != nil {
 			return "", nil, err
 		}

@@ -72,8 +72,9 @@ func userPath(pattern string, u *user.User) (string, error) {
 // missing file is not an error: it returns nil, nil. With strict, the file
 // and every directory from it up to the home directory (or /) must be
 // owned by the user or root and not writable by group or others.
-func readUserFile(path string, u *user.User, strict bool) ([]byte, error) {
-	f, err := openUserFile(path, u)
+func readUserFile(path string, t *target, strict bool) ([]byte, error) {
+	u := t.u
+	f, err := openUserFile(path, t)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/offload/offload/sshd/account"
+	"github.com/offload/offload/sshd/sandbox"
 )
 
 // target is the user a conversation is about. denied says why the user
@@ -17,6 +18,7 @@ type target struct {
 	sys    *account.Account // passwd and shadow entries for the policy
 	root   bool
 	denied error
+	ident  *sandbox.Identity // for reading the user's files, once looked up
 }
 
 // resolve looks the user up and applies the account-wide policy

@@ -23,16 +23,21 @@ func fileOwner(fi fs.FileInfo) (uint32, bool) {
 	return st.Uid, true
 }
 
-// openUserFile opens a file of u's for reading, with u's permissions (a
-// root server must not be led by a symbolic link to a file only root may
-// read), and without blocking on a FIFO a user may have put in place of a
-// file; the caller checks it is regular.
-func openUserFile(path string, u *user.User) (*os.File, error) {
-	id, err := identityOf(u)
-	if err != nil {
-		return nil, err
+// openUserFile opens a file of t's user for reading, with the user's
+// permissions (a root server must not be led by a symbolic link to a
+// file only root may read), and without blocking on a FIFO a user may
+// have put in place of a file; the caller checks it is regular. The
+// user's identity, groups included (an NSS query), is looked up once per
+// login, not per file.
+func openUserFile(path string, t *target) (*os.File, error) {
+	if t.ident == nil {
+		id, err := identityOf(t.u)
+		if err != nil {
+			return nil, err
+		}
+		t.ident = &id
 	}
-	return sandbox.OpenAs(id, path, os.O_RDONLY|syscall.O_NONBLOCK)
+	return sandbox.OpenAs(*t.ident, path, os.O_RDONLY|syscall.O_NONBLOCK)
 }
 
 // identityOf is u's uid, gid and groups.
