@@ -30,6 +30,7 @@ type channel struct {
 	sinkBusy   bool            // the read loop is writing to the sink
 	sinkWait   bool            // someone waits for sinkBusy to clear
 	sinkGrown  bool            // the sink pipe was asked to grow (once)
+	win        autoWindow      // the receive window's size and growth
 	pend       []byte          // data held for one write to the sink (sink.go)
 	inWindow   uint32          // bytes the peer may still send
 	consumed   uint32          // bytes read since the last WINDOW_ADJUST
@@ -65,7 +66,8 @@ type channel struct {
 
 func newChannel(m *mux, id uint32, o openMsg) *channel {
 	c := &channel{m: m, id: id, remote: o.sender, kind: o.kind, inWindow: m.cfg.window,
-		outWindow: o.window, peerMax: min(o.maxPacket, sendChunk)}
+		outWindow: o.window, peerMax: min(o.maxPacket, sendChunk),
+		win: autoWindow{size: m.cfg.window, max: max(m.cfg.window, m.cfg.windowMax)}}
 	if m.cfg.PaceSends {
 		c.pace = newPacer(o.window)
 	}
@@ -106,12 +108,17 @@ func (c *channel) Read(p []byte) (int, error) {
 }
 
 // takeAdjustLocked returns the window to give back once half the window
-// has been consumed.
+// has been consumed, with what the window grows by (autowindow.go).
 func (c *channel) takeAdjustLocked() uint32 {
-	if c.consumed < c.m.cfg.window/2 || c.dead {
+	if c.consumed < c.win.size/2 || c.dead {
 		return 0
 	}
 	adj := c.consumed
+	if c.win.size < c.win.max {
+		now := nowNano()
+		adj += c.win.adjusted(adj, now, c.m.rtt.last.Load())
+		c.m.measureRoundTrip(now)
+	}
 	c.inWindow += adj
 	c.consumed = 0
 	return adj

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/offload/offload/sshd/wire"
@@ -102,10 +103,13 @@ func TestReadFromGrows(t *testing.T) {
 // recordConn keeps a copy of every packet written.
 type recordConn struct {
 	memConn
+	mu   sync.Mutex
 	pkts [][]byte
 }
 
 func (r *recordConn) WritePacket(p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.pkts = append(r.pkts, append([]byte(nil), p...))
 	return nil
 }

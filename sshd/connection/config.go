@@ -110,6 +110,11 @@ type Config struct {
 	// WindowSize is the receive window granted per channel (default 2 MiB,
 	// at least MaxPacket, at most 2^31-1).
 	WindowSize uint32
+	// WindowMax, when larger than the window, lets a channel's window grow
+	// (doubling, at most once per round trip) while the peer sends a whole
+	// window per round trip, up to WindowMax (autowindow.go). ForClient sets
+	// it to AutoWindowMax when it chooses the window.
+	WindowMax uint32
 	// PaceSends keeps the channel data in flight near what the path to the
 	// peer needs, judged from the delay of its window adjustments, instead
 	// of filling the peer's window (see pacing.go). It is for peers that
@@ -253,6 +258,7 @@ type ChannelTimeout struct {
 type settings struct {
 	Config
 	window, maxPacket uint32
+	windowMax         uint32
 	umask             fs.FileMode
 	bindMask          fs.FileMode
 	x11Offset         int
@@ -265,6 +271,7 @@ func (c *Config) settings() *settings {
 	}
 	s.maxPacket = clampU32(s.MaxPacket, DefaultMaxPacket, minMaxPacket, maxMaxPacket)
 	s.window = clampU32(s.WindowSize, DefaultWindowSize, s.maxPacket, maxWindowSize)
+	s.windowMax = min(max(s.WindowMax, s.window), maxWindowSize)
 	s.MaxSessions = defaultInt(s.MaxSessions, DefaultMaxSessions)
 	s.MaxChannels = defaultInt(s.MaxChannels, DefaultMaxChannels)
 	s.MaxListeners = defaultInt(s.MaxListeners, DefaultMaxListeners)

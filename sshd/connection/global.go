@@ -127,8 +127,7 @@ func (m *mux) probe(iv time.Duration) {
 		m.disconnect(pe)
 		return
 	}
-	b := wire.AppendString([]byte{wire.MsgGlobalRequest}, "keepalive@openssh.com")
-	m.ctl.send(wire.AppendBool(b, true))
+	m.sendKeepalive(nowNano())
 }
 
 // maxCtlQueue bounds the messages the read loop may queue for a peer

@@ -33,6 +33,7 @@ type mux struct {
 	ctl            *ctlQueue
 	lastRead       atomic.Int64 // unix nanos of the last packet, for keepalive
 	probes         atomic.Int32 // unanswered keepalives
+	rtt            roundTrip    // the round trip at the SSH layer (autowindow.go)
 	acct           accountOnce
 	discOnce       sync.Once
 	handler        channelHandler      // replaces all channel types when set (tests)
@@ -206,6 +207,7 @@ func (m *mux) dispatch(p []byte) error {
 		return m.globalRequest(p)
 	case t == wire.MsgRequestSuccess || t == wire.MsgRequestFailure:
 		m.probes.Store(0)
+		m.rtt.answered(nowNano())
 		return nil
 	case t == wire.MsgChannelOpen:
 		return m.open(p)

@@ -1,0 +1,123 @@
+package connection
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// # Receive windows that grow with the path
+//
+// A channel's receive window bounds what a client can have in flight, so
+// a 2 MiB window caps an upload at 2 MiB per round trip: about 20 MB/s
+// at 100 ms. A larger fixed window is no answer, because OpenSSH's client
+// queues its whole window in one buffer and pays for compacting it (see
+// client.go). So, as HPN-SSH does for its own client, the window starts
+// where it is and grows only when the window is what limits the client:
+// when the program consumed at least three quarters of the window within
+// one round trip, the window doubles, up to Config.WindowMax.
+//
+// The round trip is measured at the SSH layer, where the window is used
+// — a proxy or a tunnel in the path counts, which TCP's own estimate of
+// its hop would not show — by timing the answer to a want-reply
+// keepalive@openssh.com, which every client answers (with failure when
+// it does not know the name). Replies to global requests come in the
+// order of the requests (RFC 4254 section 4), so the answers to
+// ClientAliveInterval's probes are timed the same way.
+
+// rttStale is how old a round-trip measurement may get while a channel
+// still tunes its window by it.
+const rttStale = 5 * time.Second
+
+// roundTrip times the peer's answers to our global requests.
+type roundTrip struct {
+	mu   sync.Mutex
+	sent []int64      // when each unanswered request went out, oldest first
+	last atomic.Int64 // the last round trip measured, ns; 0 before one
+	at   atomic.Int64 // when it was measured, unix ns
+}
+
+// requested notes a want-reply global request sent at now.
+func (r *roundTrip) requested(now int64) {
+	r.mu.Lock()
+	r.sent = append(r.sent, now)
+	r.mu.Unlock()
+}
+
+// answered takes the reply to the oldest unanswered request, received at
+// now; a reply nobody asked for changes nothing.
+func (r *roundTrip) answered(now int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.sent) == 0 {
+		return
+	}
+	d := now - r.sent[0]
+	r.sent = r.sent[1:]
+	if d > 0 {
+		r.last.Store(d)
+		r.at.Store(now)
+	}
+}
+
+// due says whether a new measurement is wanted at now: none is recent
+// and none is under way.
+func (r *roundTrip) due(now int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sent) == 0 && now-r.at.Load() > int64(rttStale)
+}
+
+// measureRoundTrip sends a timed keepalive when a measurement is due.
+func (m *mux) measureRoundTrip(now int64) {
+	if !m.rtt.due(now) {
+		return
+	}
+	m.sendKeepalive(now)
+}
+
+// sendKeepalive sends keepalive@openssh.com with want-reply, timed.
+func (m *mux) sendKeepalive(now int64) {
+	m.rtt.requested(now)
+	b := wire.AppendString([]byte{wire.MsgGlobalRequest}, "keepalive@openssh.com")
+	m.ctl.send(wire.AppendBool(b, true))
+}
+
+// autoWindow is a channel's receive window and its growth.
+type autoWindow struct {
+	size, max uint32 // the window now, and how far it may grow
+	start     int64  // when the current round began, unix ns (0: none yet)
+	bytes     uint32 // consumed since start
+}
+
+// adjusted accounts for n bytes given back at now, with rtt the round
+// trip (0 when unknown), and returns how much the window grows.
+func (w *autoWindow) adjusted(n uint32, now, rtt int64) uint32 {
+	if w.size >= w.max {
+		return 0
+	}
+	w.bytes = satAdd(w.bytes, n)
+	if w.start == 0 || rtt <= 0 {
+		w.start, w.bytes = now, 0
+		return 0
+	}
+	if now-w.start < rtt {
+		return 0
+	}
+	var grow uint32
+	if w.bytes >= w.size/4*3 {
+		grow = min(w.size, w.max-w.size)
+		w.size += grow
+	}
+	w.start, w.bytes = now, 0
+	return grow
+}
+
+func satAdd(a, b uint32) uint32 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return ^uint32(0)
+}

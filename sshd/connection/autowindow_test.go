@@ -1,0 +1,164 @@
+package connection
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/wire"
+)
+
+// simulateWindow runs a window-limited sender over a path of the given round
+// trip for the given time: each round trip it sends the whole window
+// (or what the program takes, rate bytes per second, if less), and the
+// receiver gives the window back in halves as it is consumed.
+func simulateWindow(w *autoWindow, rtt, rate int64, d time.Duration) {
+	simulateMeasured(w, rtt, rtt, rate, d)
+}
+
+// simulateMeasured is simulateWindow with the receiver's measurement of
+// the round trip (0: none yet) apart from the path's.
+func simulateMeasured(w *autoWindow, rtt, measured, rate int64, d time.Duration) {
+	for now := int64(1); now < int64(d); now += rtt {
+		sent := int64(w.size)
+		if cap := rate * rtt / int64(time.Second); rate > 0 && cap < sent {
+			sent = cap
+		}
+		for k := int64(0); k < 2; k++ { // two adjustments a round trip
+			w.adjusted(uint32(sent/2), now+k*rtt/2, measured)
+		}
+	}
+}
+
+// TestAutoWindowGrowsWithRTT: at 100 ms a window-limited sender doubles
+// the window once per round trip up to the maximum; on loopback (50 µs,
+// where 1 GB/s moves far less than a window per round trip) and behind a
+// slow program the window stays put.
+func TestAutoWindowGrowsWithRTT(t *testing.T) {
+	w := autoWindow{size: 2 << 20, max: 32 << 20}
+	simulateWindow(&w, 100*ms, 0, 200*time.Millisecond)
+	if w.size != 4<<20 {
+		t.Errorf("after two round trips at 100 ms the window is %d, want %d", w.size, 4<<20)
+	}
+	simulateWindow(&w, 100*ms, 0, 2*time.Second)
+	if w.size != 32<<20 {
+		t.Errorf("after 2 s at 100 ms the window is %d, want the maximum %d", w.size, 32<<20)
+	}
+	lo := autoWindow{size: 2 << 20, max: 32 << 20}
+	simulateWindow(&lo, 50_000, 1e9, time.Second)
+	if lo.size != 2<<20 {
+		t.Errorf("loopback at 1 GB/s grew the window to %d", lo.size)
+	}
+	slow := autoWindow{size: 2 << 20, max: 32 << 20}
+	simulateWindow(&slow, 100*ms, 10e6, 2*time.Second) // the program takes 10 MB/s
+	if slow.size != 2<<20 {
+		t.Errorf("a program reading 10 MB/s at 100 ms grew the window to %d", slow.size)
+	}
+	fixed := autoWindow{size: 2 << 20, max: 2 << 20}
+	simulateWindow(&fixed, 100*ms, 0, time.Second)
+	if fixed.size != 2<<20 {
+		t.Errorf("a window without room to grow grew to %d", fixed.size)
+	}
+	unknown := autoWindow{size: 2 << 20, max: 32 << 20}
+	simulateMeasured(&unknown, 100*ms, 0, 0, time.Second)
+	if unknown.size != 2<<20 {
+		t.Errorf("a window grew to %d without a round trip measured", unknown.size)
+	}
+}
+
+// TestAutoWindowSaturates: counts near 2^32 neither wrap nor panic, and
+// the window never passes its maximum.
+func TestAutoWindowSaturates(t *testing.T) {
+	w := autoWindow{size: 1 << 30, max: math.MaxInt32}
+	for now := int64(1); now < 10*int64(time.Second); now += 100 * ms {
+		w.adjusted(math.MaxUint32, now, 100*ms)
+	}
+	if w.size != math.MaxInt32 {
+		t.Errorf("window %d, want the maximum %d", w.size, math.MaxInt32)
+	}
+}
+
+// TestRoundTripTimesReplies: replies are matched to requests in order,
+// a reply nobody asked for is ignored, and a measurement is due only
+// when none is recent and none is under way.
+func TestRoundTripTimesReplies(t *testing.T) {
+	var r roundTrip
+	now := int64(10 * time.Second)
+	if !r.due(now) {
+		t.Fatal("no measurement due before any")
+	}
+	r.answered(now) // unsolicited
+	if r.last.Load() != 0 {
+		t.Fatal("an unsolicited reply measured a round trip")
+	}
+	r.requested(now)
+	r.requested(now + 30*ms)
+	if r.due(now + 40*ms) {
+		t.Error("a measurement is due while one is under way")
+	}
+	r.answered(now + 100*ms)
+	if got := r.last.Load(); got != 100*ms {
+		t.Errorf("round trip %d, want %d", got, 100*ms)
+	}
+	r.answered(now + 110*ms)
+	if got := r.last.Load(); got != 80*ms {
+		t.Errorf("second round trip %d, want %d", got, 80*ms)
+	}
+	if r.due(now + 110*ms + int64(time.Second)) {
+		t.Error("a measurement is due one second after the last")
+	}
+	if !r.due(now + 110*ms + int64(rttStale) + 1) {
+		t.Error("no measurement due once the last is stale")
+	}
+}
+
+// TestChannelWindowGrows runs data through a channel's read loop with the
+// round trip known: a channel whose program consumes a whole window per
+// round trip is granted more than it consumed, a fixed window is not,
+// and a timed keepalive goes out to keep the round trip fresh.
+func TestChannelWindowGrows(t *testing.T) {
+	for _, max := range []uint32{2 << 20, 32 << 20} {
+		rec := &recordConn{}
+		m := &mux{pc: rec, cfg: (&Config{WindowSize: 2 << 20, WindowMax: max}).settings(),
+			perm: &perm.Permissions{}, ctx: context.Background(), chans: map[uint32]*channel{}}
+		m.log = m.cfg.Logger
+		m.ctl = newCtlQueue(rec)
+		c := newChannel(m, 0, openMsg{kind: "session", sender: 7, window: math.MaxUint32, maxPacket: 32768})
+		m.chans[0] = c
+		m.rtt.last.Store(int64(20 * time.Millisecond))
+		m.rtt.at.Store(nowNano() - int64(rttStale) - 1)
+		d := wire.AppendBytes(appendChannelMsg(nil, wire.MsgChannelData, 0), make([]byte, 32768))
+		buf := make([]byte, 32768)
+		var granted uint64
+		for i := range 256 { // 8 MiB, 2 MiB per round trip of 20 ms
+			if i%64 == 0 {
+				time.Sleep(40 * time.Millisecond)
+			}
+			if err := m.dispatch(d); err != nil {
+				t.Fatal(err)
+			}
+			before := c.inWindow
+			c.Read(buf)
+			granted += uint64(c.inWindow - before)
+		}
+		m.ctl.close()
+		grew := c.win.size > 2<<20
+		if grew != (max > 2<<20) || granted > 8<<20 != grew {
+			t.Errorf("max %d: window %d, %d bytes granted for 8 MiB consumed", max, c.win.size, granted)
+		}
+		if keepalive := sentKeepalive(rec); keepalive != grew {
+			t.Errorf("max %d: keepalive sent %v, want %v", max, keepalive, grew)
+		}
+	}
+}
+
+func sentKeepalive(rec *recordConn) bool {
+	for _, p := range rec.pkts {
+		if p[0] == wire.MsgGlobalRequest {
+			return true
+		}
+	}
+	return false
+}
