@@ -437,3 +437,25 @@ func TestMeasuredSelectionServer(t *testing.T) {
 	w.send(x25519Init(t))
 	w.expect(wire.MsgKexECDHReply)
 }
+
+// TestMeasuredSelectionPerDirection: a measured offer is chosen per
+// direction from the client's list for that direction, so a client whose
+// two lists differ still has a cipher in common each way.
+func TestMeasuredSelectionPerDirection(t *testing.T) {
+	ts := newTestServer(t, &Config{CipherSelection: SelectionMeasured})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	ki := clientKexInit("curve25519-sha256")
+	ki.ciphersCS = []string{"aes128-gcm@openssh.com"}
+	ki.ciphersSC = []string{"chacha20-poly1305@openssh.com"}
+	c.send(ki.marshal())
+	si, err := parseKexInit(bytes.Clone(c.expect(wire.MsgKexInit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(si.ciphersCS, ki.ciphersCS) || !slices.Equal(si.ciphersSC, ki.ciphersSC) {
+		t.Fatalf("server offers %v / %v for client lists %v / %v", si.ciphersCS, si.ciphersSC, ki.ciphersCS, ki.ciphersSC)
+	}
+	c.send(x25519Init(t))
+	c.expect(wire.MsgKexECDHReply)
+}

@@ -116,12 +116,14 @@ func selectCiphers(offer, client []string, scores map[string]float64) []string {
 	return slices.DeleteFunc(accepted, func(c string) bool { return scores[c] < fastShare*best })
 }
 
-// cipherOfferLocked is what our next KEXINIT lists. c.wmu must be held.
-func (c *Conn) cipherOfferLocked() []string {
-	if c.srv.selection != SelectionMeasured || c.clientCiphers == nil {
+// cipherOfferLocked is what our next KEXINIT lists for direction dir
+// (0 client to server, 1 server to client), chosen from the client's list
+// for that direction. c.wmu must be held.
+func (c *Conn) cipherOfferLocked(dir int) []string {
+	if c.srv.selection != SelectionMeasured || c.clientCiphers[dir] == nil {
 		return c.srv.offer.ciphers
 	}
-	return selectCiphers(c.srv.offer.ciphers, c.clientCiphers, c.srv.scores)
+	return selectCiphers(c.srv.offer.ciphers, c.clientCiphers[dir], c.srv.scores)
 }
 
 // waitForClientKexInit arms the fallback of a measured first exchange:
