@@ -348,7 +348,8 @@ func TestRekeyTimeout(t *testing.T) {
 }
 
 // TestEmptyNamesIgnored: empty entries in a client's name-lists (",a",
-// "a,,b", "a,") are skipped as OpenSSH skips them, in every list.
+// "a,,b", "a,") are skipped, in every list (the names after them still
+// count, where OpenSSH 9.2 stops at the first empty name).
 func TestEmptyNamesIgnored(t *testing.T) {
 	ts := newTestServer(t, &Config{})
 	c := dialRaw(t, ts)
