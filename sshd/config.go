@@ -155,6 +155,7 @@ func (s *settings) transportConfig() *transport.Config {
 		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
 		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile, HostCertificates: s.HostCertificates,
 		CipherSelection: s.CipherSelection,
+		HostBoundAuth:   true, // newLogin's authority verifies host-bound requests
 		ServerSigAlgs:   serverSigAlgs(s.Auth),
 		Version:         s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
 		KexTimeout: s.KexTimeout,

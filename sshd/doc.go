@@ -7,9 +7,9 @@
 //
 // The zero Config is useful: a registry of the software and CPU
 // providers, an ephemeral Ed25519 host key, the default algorithms (the
-// cipher order follows the registry's measurements), a two-minute
-// LoginGraceTime and at most DefaultMaxStartups unauthenticated
-// connections at once.
+// client's order picks the cipher; CipherSelection measured steers it),
+// a two-minute LoginGraceTime and at most DefaultMaxStartups
+// unauthenticated connections at once.
 //
 // # Process model
 //

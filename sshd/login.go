@@ -34,13 +34,14 @@ type login struct {
 	auth          *auth.Config // the settings Begin chose
 	cfg           *settings
 	sessionID     []byte
+	hostKey       []byte // that signed the first key exchange
 	local, remote net.Addr
 	inner         auth.Authority
 	conn          *connection.Config
 }
 
-func newLogin(cfg *settings, sessionID []byte, local, remote net.Addr) *login {
-	return &login{cfg: cfg, sessionID: sessionID, local: local, remote: remote, conn: cfg.Conn}
+func newLogin(cfg *settings, sessionID, hostKey []byte, local, remote net.Addr) *login {
+	return &login{cfg: cfg, sessionID: sessionID, hostKey: hostKey, local: local, remote: remote, conn: cfg.Conn}
 }
 
 var errLoginBegun = errors.New("sshd: authentication already begun")
@@ -57,7 +58,7 @@ func (l *login) Begin(ctx context.Context, user, service string) (string, error)
 		return "", err
 	}
 	l.auth = ac
-	if l.inner, err = auth.NewAuthority(ac, l.sessionID, l.remote); err != nil {
+	if l.inner, err = auth.NewHostBoundAuthority(ac, l.sessionID, l.hostKey, l.remote); err != nil {
 		return "", err
 	}
 	return l.inner.Begin(ctx, user, service)

@@ -104,8 +104,8 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 			CipherScores: tr.CipherScores(),
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
-		NewLogin: func(sessionID []byte, local, remote net.Addr) (monitor.Login, error) {
-			return newLogin(st, sessionID, local, remote), nil
+		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {
+			return newLogin(st, sessionID, hostKey, local, remote), nil
 		},
 		PerConnection: sep.PerConnection, Linger: sep.Linger,
 		Logger: st.log, LogLevel: sep.LogLevel, Metrics: st.Registry.Metrics(), Registry: st.Registry,

@@ -323,7 +323,7 @@ func (c *conn) serve() {
 func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	ctx, cancel := context.WithCancel(c.srv.ctx)
 	defer cancel()
-	l := newLogin(c.srv.cfg, tc.SessionID(), tc.LocalAddr(), tc.RemoteAddr())
+	l := newLogin(c.srv.cfg, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
 	opts := &auth.ServeOptions{MaxRequests: c.srv.maxRequests(), Logger: c.srv.log, Remote: tc.RemoteAddr()}
 	p, err := auth.Serve(ctx, tc, l, opts)
 	l.Close() // the PAM transaction and any keyboard-interactive dialog

@@ -13,10 +13,9 @@ import (
 )
 
 // printEffective writes what -T shows: the effective configuration, with
-// the algorithm lists the server really offers (tr's: the cipher order
-// measured, host-key algorithms those of the keys), then, as comment
-// lines, which provider serves each algorithm and why, and which provider
-// holds each host key. The comments keep the output a valid config file.
+// the algorithm lists the server really offers (tr's: host-key
+// algorithms those of the keys), then, as comment lines, which provider
+// serves each algorithm and why, and which provider holds each host key. The comments keep the output a valid config file.
 func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys []hostKey, tr *transport.Server) error {
 	eff := c.Clone()
 	eff.KexAlgorithms, eff.HostKeyAlgorithms, eff.Ciphers, eff.MACs = tr.Offer()

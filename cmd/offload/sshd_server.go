@@ -33,7 +33,7 @@ const maxBannerSize = 64 << 10
 
 // serverConfig translates a parsed configuration into the server's
 // Config. Lists not set in the file stay nil so that the server picks its
-// defaults (the cipher order then follows calibration). With Match
+// defaults (those of CryptoProfile). With Match
 // blocks, the server asks PerConnection for each connection's settings
 // once its user is known.
 func serverConfig(c *config.Config, reg *provider.Registry, keys []crypto.Signer, log *slog.Logger) (*sshd.Config, error) {

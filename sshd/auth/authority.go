@@ -105,6 +105,7 @@ type decider struct {
 	log       *slog.Logger
 	addr      netip.Addr
 	sessionID []byte
+	hostKey   []byte // of the first key exchange; nil: no host-bound requests
 
 	user, service string
 	acct          *target // nil until Begin
@@ -195,12 +196,13 @@ func (s *decider) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	if s.requests++; s.requests > 10*s.cfg.maxTries {
 		return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests), nil
 	}
-	if !s.prog.allowed(req.Method) && req.Method != methodNone {
+	method := policyMethod(req.Method)
+	if !s.prog.allowed(method) && method != methodNone {
 		s.log.Debug("auth: method not allowed by AuthenticationMethods now", "user", req.User, "method", quote(req.Method))
-		return s.decision(ctx, req.Method, failed, nil), nil
+		return s.decision(ctx, method, failed, nil), nil
 	}
 	out, perms := s.dispatch(ctx, req)
-	return s.decision(ctx, req.Method, out, perms), nil
+	return s.decision(ctx, method, out, perms), nil
 }
 
 func disconnectDecision(reason uint32, msg string, cause error) *Decision {
@@ -261,6 +263,8 @@ func (s *decider) dispatch(ctx context.Context, req *Request) (outcome, *perm.Pe
 		return failed, nil
 	case "publickey":
 		return s.publicKey(req)
+	case methodHostBound:
+		return s.hostBound(req)
 	case methodPassword:
 		return s.password(ctx, req)
 	case methodKbdInt:

@@ -37,6 +37,12 @@
 //     format matches the algorithm (rsa-sha2-256/512 for ssh-rsa keys;
 //     SHA-1 "ssh-rsa" is refused by default) over this session's
 //     identifier and the request. RSA keys need MinRSABits.
+//   - publickey-hostbound-v00@openssh.com (OpenSSH's PROTOCOL 3.1): the
+//     publickey method with the server host key of the first key
+//     exchange named in the request and covered by the signature, so a
+//     signature made through a forwarded agent is bound to this host.
+//     Served by NewHostBoundAuthority (which is told that key); it counts
+//     as publickey for AuthenticationMethods and in the logs.
 //   - password: off by default (PasswordAuthentication). Checked by
 //     Config.PasswordCallback when set, else by PAM's auth stack with
 //     UsePAM, else against the shadow entry (yescrypt, SHA-512, SHA-256

@@ -34,6 +34,9 @@ type Request struct {
 	Algo    string // publickey
 	KeyBlob []byte // publickey, aliases the payload
 	Sig     []byte // publickey with HasSig, aliases the payload
+	// HostKey is the server host key a publickey-hostbound-v00@openssh.com
+	// request names (and its signature covers); aliases the payload.
+	HostKey []byte
 
 	ChangePassword bool   // password: a change request (unsupported)
 	Password       string // password; never logged
@@ -56,6 +59,8 @@ func parseUserAuthRequest(p []byte) (*Request, error) {
 	switch req.Method {
 	case "publickey":
 		req.parsePublicKey(r)
+	case methodHostBound:
+		req.parseHostBound(r)
 	case "password":
 		req.parsePassword(r)
 	case "keyboard-interactive":
@@ -172,17 +177,26 @@ func appendPKOK(b []byte, algo string, blob []byte) []byte {
 	return wire.AppendBytes(b, blob)
 }
 
-// signedData is what a publickey signature covers (RFC 4252 §7).
+// signedData is what a publickey signature covers (RFC 4252 §7); for
+// publickey-hostbound-v00@openssh.com the method name is its own and the
+// server host key follows the key.
 func signedData(sessionID []byte, req *Request) []byte {
-	b := make([]byte, 0, 64+len(sessionID)+len(req.User)+len(req.KeyBlob))
+	b := make([]byte, 0, 128+len(sessionID)+len(req.User)+len(req.KeyBlob)+len(req.HostKey))
 	b = wire.AppendBytes(b, sessionID)
 	b = append(b, wire.MsgUserAuthRequest)
 	b = wire.AppendString(b, req.User)
 	b = wire.AppendString(b, req.Service)
-	b = wire.AppendString(b, "publickey")
+	if req.Method != methodHostBound {
+		b = wire.AppendString(b, methodPublicKey)
+		b = wire.AppendBool(b, true)
+		b = wire.AppendString(b, req.Algo)
+		return wire.AppendBytes(b, req.KeyBlob)
+	}
+	b = wire.AppendString(b, methodHostBound)
 	b = wire.AppendBool(b, true)
 	b = wire.AppendString(b, req.Algo)
-	return wire.AppendBytes(b, req.KeyBlob)
+	b = wire.AppendBytes(b, req.KeyBlob)
+	return wire.AppendBytes(b, req.HostKey)
 }
 
 // signature is the wire form of a signature: format, blob and, for

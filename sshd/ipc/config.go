@@ -122,6 +122,7 @@ func (t *TransportConfig) Build(peer *Peer, log *slog.Logger, metrics *provider.
 		HostKeyAlgorithms: t.HostKeyAlgorithms, ServerSigAlgs: t.ServerSigAlgs, Version: t.Version,
 		RekeyBytes: t.RekeyBytes, RekeyInterval: t.RekeyInterval, KexTimeout: t.KexTimeout, Logger: log,
 		CipherSelection: t.CipherSelection, CipherScores: t.CipherScores, ModuliFile: t.ModuliFile,
+		HostBoundAuth: true, // the monitor's auth verifies host-bound requests (sshd.newLogin)
 	}
 	for i, b := range t.HostCertificates {
 		pub, err := ssh.ParsePublicKey(b)

@@ -252,7 +252,8 @@ func (m *DecideRequest) Marshal() []byte {
 	b = wire.AppendBytes(b, r.KeyBlob)
 	b = wire.AppendBytes(b, r.Sig)
 	b = wire.AppendBool(b, r.ChangePassword)
-	return wire.AppendString(b, r.Password)
+	b = wire.AppendString(b, r.Password)
+	return wire.AppendBytes(b, r.HostKey)
 }
 
 // ParseDecideRequest decodes a DecideRequest.
@@ -266,6 +267,7 @@ func ParseDecideRequest(p []byte) (*DecideRequest, error) {
 	r.KeyBlob, r.Sig = d.bytes("key blob", maxKeyBlob), d.bytes("signature", maxSig)
 	r.ChangePassword = d.boolean("change password")
 	r.Password = d.string("password", maxSecret)
+	r.HostKey = d.bytes("host key", maxKeyBlob)
 	return m, d.done(TypeDecide)
 }
 

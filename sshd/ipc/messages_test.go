@@ -40,7 +40,8 @@ func TestMessagesRoundTrip(t *testing.T) {
 	roundTrip(t, "BeginRequest", &BeginRequest{ConnID: 2, User: "alice", Service: "ssh-connection"}, (*BeginRequest).Marshal, ParseBeginRequest)
 	roundTrip(t, "BeginReply", &BeginReply{Banner: "hello\n"}, (*BeginReply).Marshal, ParseBeginReply)
 	roundTrip(t, "DecideRequest", &DecideRequest{ConnID: 3, Req: &auth.Request{User: "alice", Service: "ssh-connection",
-		Method: "publickey", HasSig: true, Algo: "ssh-ed25519", KeyBlob: []byte{4}, Sig: []byte{5}, Password: ""}},
+		Method: "publickey-hostbound-v00@openssh.com", HasSig: true, Algo: "ssh-ed25519", KeyBlob: []byte{4}, Sig: []byte{5}, Password: "",
+		HostKey: []byte{6}}},
 		(*DecideRequest).Marshal, ParseDecideRequest)
 	roundTrip(t, "HandoffRequest", &HandoffRequest{ConnID: 4, State: []byte{1, 2, 3}}, (*HandoffRequest).Marshal, ParseHandoffRequest)
 	roundTrip(t, "ConnDone", &ConnDone{ConnID: 5, Outcome: OutcomeAuthFail, Err: "too many", BytesIn: 10, BytesOut: 20}, (*ConnDone).Marshal, ParseConnDone)

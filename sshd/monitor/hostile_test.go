@@ -163,7 +163,7 @@ func TestCompromisedWorker(t *testing.T) {
 		LookupUser: func(string) (*user.User, error) { return me, nil }}
 	m, err := New(Config{
 		Workers: 1, HostKeys: signer, HostPublicKeys: pubs,
-		NewLogin: func(sid []byte, local, remote net.Addr) (Login, error) {
+		NewLogin: func(sid, _ []byte, local, remote net.Addr) (Login, error) {
 			a, err := auth.NewAuthority(authCfg, sid, remote)
 			return &testLogin{Authority: a}, err
 		},

@@ -91,8 +91,10 @@ type Config struct {
 	// MaxRequests bounds the userauth requests of a connection.
 	MaxRequests int
 	// NewLogin makes the Login of a connection once its first key
-	// exchange is done: sessionID is the exchange hash the monitor signed.
-	NewLogin func(sessionID []byte, local, remote net.Addr) (Login, error)
+	// exchange is done: sessionID is the exchange hash the monitor signed
+	// and hostKey the host key it signed with (wire form), which
+	// publickey-hostbound-v00@openssh.com requests must name.
+	NewLogin func(sessionID, hostKey []byte, local, remote net.Addr) (Login, error)
 	// PerConnection runs one post-auth process per connection instead of
 	// one per user.
 	PerConnection bool
@@ -223,6 +225,7 @@ type mconn struct {
 	owner         *child
 	phase         phase
 	sessionID     []byte
+	hostKey       []byte // that signed the first exchange (wire form)
 	login         Login
 	user          string
 	perms         *perm.Permissions

@@ -86,7 +86,7 @@ func (m *Monitor) sign(c *child, p []byte) ([]byte, error) {
 	}
 	m.mu.Lock()
 	if conn.sessionID == nil {
-		conn.sessionID = bytes.Clone(req.H)
+		conn.sessionID, conn.hostKey = bytes.Clone(req.H), bytes.Clone(req.Pub)
 	}
 	m.mu.Unlock()
 	return sig, nil
@@ -211,7 +211,7 @@ func (m *Monitor) startLogin(conn *mconn, user, service string) (string, error) 
 	if conn.login != nil || conn.loginDone {
 		return "", errWrongPhase
 	}
-	login, err := m.cfg.NewLogin(conn.sessionID, conn.local, conn.remote)
+	login, err := m.cfg.NewLogin(conn.sessionID, conn.hostKey, conn.local, conn.remote)
 	if err != nil {
 		return "", err
 	}

@@ -55,8 +55,9 @@ type hostKeySpec struct {
 	warn        string
 }
 
-// The algorithm tables. Order within a table is the default preference,
-// except for ciphers, whose default order follows measurement.
+// The algorithm tables. Order within a table is the default preference
+// (for ciphers it steers nothing: the client's order decides; see
+// CipherSelection in selection.go).
 var (
 	cipherTable = []cipherSpec{
 		{name: "chacha20-poly1305@openssh.com", keyStream: "chacha20", oneTimeMAC: "poly1305", keySize: 64, blockSize: 8, macBuiltIn: true, rekeyBlock: 8, onByDefault: true},

@@ -60,10 +60,11 @@ type Conn struct {
 	kexPending bool   // our KEXINIT is sent; ordinary writes queue
 	ourInit    []byte // our KEXINIT payload for the exchange in progress
 	queue      [][]byte
-	// clientCiphers is the client's last encryption_algorithms_client_to_server,
-	// which a measured offer is chosen from; kexInitTimer sends our first
+	// clientCiphers is the client's last pair of encryption_algorithms
+	// lists (client to server, server to client), which a measured offer
+	// is chosen from, one per direction; kexInitTimer sends our first
 	// KEXINIT when the client's is late.
-	clientCiphers []string
+	clientCiphers [2][]string
 	kexInitTimer  *time.Timer
 	queueBytes    int
 	rLimit        uint64 // read bytes allowed under the current keys

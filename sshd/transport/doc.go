@@ -48,9 +48,11 @@
 //
 // # Key exchange
 //
-// kexinit.go negotiates per RFC 4253 §7.1, as liberally as OpenSSH where
-// the specification allows: empty and unknown names in the client's lists
-// are skipped. A guessed first kex packet (first_kex_packet_follows) is
+// kexinit.go negotiates per RFC 4253 §7.1, liberally where the
+// specification allows: unknown names in the client's lists never match
+// and empty names are skipped (OpenSSH 9.2's sshd reads a list only up to
+// its first empty name, so ",a" or "b,,a" has no "a" for it; offload finds
+// it). A guessed first kex packet (first_kex_packet_follows) is
 // used only when both sides list the same key exchange first and the same
 // host-key algorithm first (RFC 4253 §7); otherwise it is dropped, also
 // under strict kex. kexrun.go runs an exchange as a table-driven state

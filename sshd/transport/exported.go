@@ -114,8 +114,8 @@ func ParseProfile(s string) (Profile, error) {
 }
 
 // Defaults returns the profile's default list of kind, in preference
-// order. The cipher list is in table order; NewServer orders it by the
-// registry when Config.Ciphers is nil.
+// order (table order; for ciphers the client's order decides what is
+// used, see CipherSelection).
 func (p Profile) Defaults(kind AlgorithmKind) []string {
 	var out []string
 	for _, a := range Algorithms() {

@@ -79,7 +79,7 @@ func (c *Conn) sendKexInitLocked() error {
 	m := &kexInitMsg{
 		kex:       slices.Clone(c.srv.offer.kex),
 		hostKey:   c.srv.offer.hostKeys,
-		ciphersCS: c.cipherOfferLocked(), ciphersSC: c.cipherOfferLocked(),
+		ciphersCS: c.cipherOfferLocked(0), ciphersSC: c.cipherOfferLocked(1),
 		macsCS: c.srv.offer.macs, macsSC: c.srv.offer.macs,
 		compCS: []string{compressionNone}, compSC: []string{compressionNone},
 	}
@@ -98,12 +98,12 @@ func (c *Conn) sendKexInitLocked() error {
 }
 
 // ensureKexInit returns our KEXINIT for this exchange, sending it now when
-// the client started the exchange; clientCiphers is the client's list,
-// which a measured offer is chosen from.
-func (c *Conn) ensureKexInit(clientCiphers []string) ([]byte, error) {
+// the client started the exchange; ci is the client's, whose cipher
+// lists a measured offer is chosen from.
+func (c *Conn) ensureKexInit(ci *kexInitMsg) ([]byte, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.clientCiphers = clientCiphers
+	c.clientCiphers = [2][]string{ci.ciphersCS, ci.ciphersSC}
 	if err := c.sendKexInitLocked(); err != nil {
 		return nil, err
 	}

@@ -348,7 +348,8 @@ func TestRekeyTimeout(t *testing.T) {
 }
 
 // TestEmptyNamesIgnored: empty entries in a client's name-lists (",a",
-// "a,,b", "a,") are skipped as OpenSSH skips them, in every list.
+// "a,,b", "a,") are skipped, in every list (the names after them still
+// count, where OpenSSH 9.2 stops at the first empty name).
 func TestEmptyNamesIgnored(t *testing.T) {
 	ts := newTestServer(t, &Config{})
 	c := dialRaw(t, ts)
@@ -436,4 +437,26 @@ func TestMeasuredSelectionServer(t *testing.T) {
 	w.send(clientKexInit("curve25519-sha256").marshal())
 	w.send(x25519Init(t))
 	w.expect(wire.MsgKexECDHReply)
+}
+
+// TestMeasuredSelectionPerDirection: a measured offer is chosen per
+// direction from the client's list for that direction, so a client whose
+// two lists differ still has a cipher in common each way.
+func TestMeasuredSelectionPerDirection(t *testing.T) {
+	ts := newTestServer(t, &Config{CipherSelection: SelectionMeasured})
+	c := dialRaw(t, ts)
+	c.version("SSH-2.0-raw\r\n")
+	ki := clientKexInit("curve25519-sha256")
+	ki.ciphersCS = []string{"aes128-gcm@openssh.com"}
+	ki.ciphersSC = []string{"chacha20-poly1305@openssh.com"}
+	c.send(ki.marshal())
+	si, err := parseKexInit(bytes.Clone(c.expect(wire.MsgKexInit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(si.ciphersCS, ki.ciphersCS) || !slices.Equal(si.ciphersSC, ki.ciphersSC) {
+		t.Fatalf("server offers %v / %v for client lists %v / %v", si.ciphersCS, si.ciphersSC, ki.ciphersCS, ki.ciphersSC)
+	}
+	c.send(x25519Init(t))
+	c.expect(wire.MsgKexECDHReply)
 }

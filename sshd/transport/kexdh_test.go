@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"math/big"
 	"testing"
 
@@ -67,5 +68,29 @@ func TestGroupExchange(t *testing.T) {
 		c := start(t, "diffie-hellman-group14-sha256")
 		c.send(mpintMsg(msgKexDHInit, big.NewInt(1)))
 		c.expectDisconnect(wire.DisconnectKeyExchangeFailed)
+	})
+}
+
+// FuzzGexInit feeds hostile KEX_DH_GEX_INIT messages to the second step
+// of diffie-hellman-group-exchange-sha256, after a valid request (the
+// single-message fuzz target never gets past the first step).
+func FuzzGexInit(f *testing.F) {
+	srv := fuzzServer(f)
+	spec := findKex("diffie-hellman-group-exchange-sha256")
+	request := gexRequest(2048, 2048, 8192)
+	f.Add([]byte{32, 0, 0, 0, 1, 2})
+	f.Add(append([]byte{32, 0, 0, 1, 0}, bytes.Repeat([]byte{0xff}, 256)...))
+	f.Add([]byte{32, 0, 0, 0, 1, 0x80})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		k := &kexRun{a: &algorithms{kex: spec, hostKey: "ssh-ed25519"},
+			m: handshakeMagics{vC: []byte("SSH-2.0-x"), vS: []byte("SSH-2.0-y")}, signer: srv.signer}
+		steps := spec.method.steps
+		if _, err := steps[0].handle(srv, k, request); err != nil {
+			t.Fatalf("valid GEX request: %v", err)
+		}
+		reply, err := steps[1].handle(srv, k, in)
+		if err == nil && (len(reply) == 0 || k.res == nil) {
+			t.Fatalf("accepted without a reply and result")
+		}
 	})
 }

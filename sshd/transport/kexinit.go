@@ -38,8 +38,9 @@ func parseKexInit(p []byte) (*kexInitMsg, error) {
 	return m, nil
 }
 
-// peerNameList reads a name-list from the peer as OpenSSH does: empty
-// names (",a", "a,,b", "a,") are skipped, not refused; unknown names
+// peerNameList reads a name-list from the peer: empty names (",a",
+// "a,,b", "a,") are skipped, not refused (OpenSSH 9.2 stops at the first
+// empty name instead, which loses the names after it); unknown names
 // simply never match.
 func peerNameList(r *wire.Reader, field string) []string {
 	b := r.Bytes(field)

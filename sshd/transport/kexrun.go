@@ -94,7 +94,7 @@ func (c *Conn) startKex(p []byte) error {
 	if err != nil {
 		return err
 	}
-	if k.m.iS, err = c.ensureKexInit(ci.ciphersCS); err != nil {
+	if k.m.iS, err = c.ensureKexInit(ci); err != nil {
 		return err
 	}
 	si, err := parseKexInit(k.m.iS)

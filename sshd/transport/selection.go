@@ -116,12 +116,36 @@ func selectCiphers(offer, client []string, scores map[string]float64) []string {
 	return slices.DeleteFunc(accepted, func(c string) bool { return scores[c] < fastShare*best })
 }
 
-// cipherOfferLocked is what our next KEXINIT lists. c.wmu must be held.
-func (c *Conn) cipherOfferLocked() []string {
-	if c.srv.selection != SelectionMeasured || c.clientCiphers == nil {
+// cipherOfferLocked is what our next KEXINIT lists for direction dir
+// (0 client to server, 1 server to client), chosen from the client's list
+// for that direction. A resumed connection has not seen the client's
+// KEXINIT: a re-exchange it starts offers the cipher in use, which the
+// client accepted, so that the client's own order does not undo the
+// measured choice. c.wmu must be held.
+func (c *Conn) cipherOfferLocked(dir int) []string {
+	switch {
+	case c.srv.selection != SelectionMeasured:
 		return c.srv.offer.ciphers
+	case c.clientCiphers[dir] != nil:
+		return selectCiphers(c.srv.offer.ciphers, c.clientCiphers[dir], c.srv.scores)
+	case c.kexCount > 0:
+		if inUse := c.cipherInUseLocked(dir); inUse != "" && slices.Contains(c.srv.offer.ciphers, inUse) {
+			return []string{inUse}
+		}
 	}
-	return selectCiphers(c.srv.offer.ciphers, c.clientCiphers, c.srv.scores)
+	return c.srv.offer.ciphers
+}
+
+// cipherInUseLocked is the name of direction dir's current cipher.
+func (c *Conn) cipherInUseLocked(dir int) string {
+	k := c.wr.keyed
+	if dir == 0 {
+		k = c.rd.keyed
+	}
+	if k.cipher == nil {
+		return ""
+	}
+	return k.cipher.name
 }
 
 // waitForClientKexInit arms the fallback of a measured first exchange:

@@ -34,7 +34,7 @@ type Config struct {
 	// when empty).
 	Profile Profile
 
-	Ciphers           []string // default: DefaultCiphers()
+	Ciphers           []string // default: Profile.Defaults(KindCipher)
 	MACs              []string // default: Profile.Defaults(KindMAC)
 	KexAlgorithms     []string // default: Profile.Defaults(KindKex)
 	HostKeyAlgorithms []string // default: Profile.Defaults(KindHostKey)
@@ -213,11 +213,8 @@ func (s *Server) setOffer(cfg *Config) error {
 	s.offer = offer{
 		kex:      orList(cfg.KexAlgorithms, prof.Defaults(KindKex)),
 		hostKeys: orList(cfg.HostKeyAlgorithms, prof.Defaults(KindHostKey)),
-		ciphers:  orList(cfg.Ciphers, nil),
+		ciphers:  orList(cfg.Ciphers, prof.Defaults(KindCipher)),
 		macs:     orList(cfg.MACs, prof.Defaults(KindMAC)),
-	}
-	if s.offer.ciphers == nil {
-		s.offer.ciphers = DefaultCiphers()
 	}
 	checks := []struct {
 		what  string

@@ -280,3 +280,39 @@ func TestAddCounter(t *testing.T) {
 		t.Fatal("the counter does not wrap at 2^128")
 	}
 }
+
+// TestResumedMeasuredRekey: a resumed connection under CipherSelection
+// measured has not seen the client's KEXINIT; the re-exchanges it starts
+// offer the cipher in use, so a client that prefers another cipher keeps
+// the measured one.
+func TestResumedMeasuredRekey(t *testing.T) {
+	scores := map[string]float64{"aes128-gcm@openssh.com": 10, "chacha20-poly1305@openssh.com": 1}
+	first := &Config{CipherSelection: SelectionMeasured, CipherScores: scores}
+	second := &Config{CipherSelection: SelectionMeasured, CipherScores: scores, RekeyBytes: 256 << 10}
+	hs := newHandoverServer(t, first, second)
+	cfg := clientConfig("curve25519-sha256", "", "", "")
+	cfg.Ciphers = []string{"chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com"}
+	cfg.RekeyThreshold = 1 << 40 // only the server re-keys
+	cl, reqs := hs.dial(t, cfg)
+	if _, _, err := cl.SendRequest("handover", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := <-hs.states; st.In.Cipher != "aes128-gcm@openssh.com" {
+		t.Fatalf("first exchange chose %s, want the measured aes128-gcm@openssh.com", st.In.Cipher)
+	}
+	push(t, cl, 384<<10) // one re-exchange: the first after the hand-over is the one at stake
+	c, err := hs.lastConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.KexCount() >= 2 }) {
+		t.Fatalf("%d key exchanges, want a server re-exchange after the hand-over", c.KexCount())
+	}
+	pullFrom(t, cl, reqs, 64<<10) // the re-exchange is over on both sides
+	c.wmu.Lock()
+	in, out := c.cipherInUseLocked(0), c.cipherInUseLocked(1)
+	c.wmu.Unlock()
+	if in != "aes128-gcm@openssh.com" || out != "aes128-gcm@openssh.com" {
+		t.Errorf("after re-exchanges the ciphers are %s / %s, want the measured aes128-gcm@openssh.com", in, out)
+	}
+}

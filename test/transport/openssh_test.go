@@ -464,3 +464,36 @@ func TestOpenSSHHostCertificate(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSSHHostBoundAuth: EXT_INFO announces
+// publickey-hostbound@openssh.com and the OpenSSH client then logs in
+// with publickey-hostbound-v00@openssh.com (its signature bound to the
+// host key), in process and with the monitor deciding, as it does against
+// OpenSSH's sshd.
+func TestOpenSSHHostBoundAuth(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  *sshd.Config
+	}{
+		{"in-process", &sshd.Config{}},
+		{"separated", &sshd.Config{Separation: &sshd.Separation{Workers: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := f.command(ctx, nil, "true")
+			cmd.Args = append([]string{cmd.Args[0], "-vvv"}, cmd.Args[1:]...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("ssh: %v\n%s", err, out)
+			}
+			for _, want := range []string{"publickey-hostbound@openssh.com=<0>",
+				"using publickey-hostbound-v00@openssh.com", "Authenticated to"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("client log lacks %q", want)
+				}
+			}
+		})
+	}
+}
