@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -423,5 +424,23 @@ func TestBadInputNoPanic(t *testing.T) {
 	}
 	if _, err := d.Decapsulate(nil); err == nil {
 		t.Errorf("Decapsulate(nil) accepted")
+	}
+}
+
+// TestCancelledContextErrors: a done context is refused before any
+// provider is asked, with the package prefix and the context's error
+// underneath (errors.Is), so a caller's log says where it was refused.
+func TestCancelledContextErrors(t *testing.T) {
+	r := newReg(t, software.New())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err1 := r.Signer(ctx, "/etc/offload/key")
+	_, err2 := r.KeyAgreementContext(ctx, "x25519")
+	_, key, _ := ed25519.GenerateKey(rand.Reader) // a plain crypto.Signer, not a ContextSigner
+	_, err3 := provider.SignContext(ctx, key, rand.Reader, []byte("m"), crypto.Hash(0))
+	for what, err := range map[string]error{"Signer": err1, "KeyAgreementContext": err2, "SignContext": err3} {
+		if !errors.Is(err, context.Canceled) || !strings.HasPrefix(fmt.Sprint(err), "provider: ") {
+			t.Errorf("%s with a cancelled context: %v, want %q and context.Canceled", what, err, "provider: ")
+		}
 	}
 }

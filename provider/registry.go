@@ -425,7 +425,7 @@ func (r *Registry) KeyAgreementContext(ctx context.Context, name string) (KeyAgr
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("provider: key agreement %s: %w", name, err)
 	}
 	var start time.Time
 	ka, src, err := build(r, alg, func(p Provider) (KeyAgreement, error) {
@@ -508,7 +508,7 @@ func (r *Registry) Signer(ctx context.Context, ref string) (crypto.Signer, error
 // OpenSigner is Signer that also returns the provider holding the key.
 func (r *Registry) OpenSigner(ctx context.Context, ref string) (crypto.Signer, Provider, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("provider: open signer %s: %w", RedactRef(ref), err)
 	}
 	ps, err := r.signerProviders(ref)
 	if err != nil {

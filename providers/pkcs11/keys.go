@@ -383,7 +383,7 @@ func (p *Provider) Generate(ctx context.Context, ref string, kt KeyType) (crypto
 
 func (p *Provider) generateURI(ctx context.Context, u *uri.URI, kt KeyType) (crypto.Signer, error) {
 	if !u.HasObject() {
-		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
+		return nil, fmt.Errorf("pkcs11: %q names no key: give object= (a label) and/or id=", u)
 	}
 	t, err := p.oneToken(u)
 	if err != nil {
@@ -428,7 +428,7 @@ func (p *Provider) Import(ctx context.Context, ref string, key crypto.PrivateKey
 		return nil, errors.New("pkcs11: import key: no key given")
 	}
 	if !u.HasObject() {
-		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
+		return nil, fmt.Errorf("pkcs11: %q names no key: give object= (a label) and/or id=", u)
 	}
 	t, err := p.oneToken(u)
 	if err != nil {
@@ -594,7 +594,7 @@ func (p *Provider) Delete(ctx context.Context, ref string) (int, error) {
 	}
 	defer p.c.exit()
 	if !u.HasObject() {
-		return 0, fmt.Errorf("pkcs11: %s names no key: give object= and/or id= (nothing was deleted)", u)
+		return 0, fmt.Errorf("pkcs11: %q names no key: give object= and/or id= (nothing was deleted)", u)
 	}
 	t, err := p.oneToken(u)
 	if err != nil {

@@ -300,6 +300,18 @@ func TestBadInput(t *testing.T) {
 		if _, err := p.Signer(ctx, tok.TokenURI()); err == nil || !strings.Contains(err.Error(), "names no key") {
 			t.Errorf("err = %v", err)
 		}
+		// The bare URI "pkcs11:" is quoted, not read as a second prefix.
+		for _, ref := range []string{"pkcs11:", "pkcs11:?pin-source=/nonexistent"} {
+			if _, err := p.Signer(ctx, ref); err == nil || strings.Contains(err.Error(), "pkcs11: pkcs11:") {
+				t.Errorf("Signer(%q): %v", ref, err)
+			}
+			if _, err := p.Generate(ctx, ref, Ed25519); err == nil || strings.Contains(err.Error(), "pkcs11: pkcs11:") {
+				t.Errorf("Generate(%q): %v", ref, err)
+			}
+			if _, err := p.Delete(ctx, ref); err == nil || strings.Contains(err.Error(), "pkcs11: pkcs11:") {
+				t.Errorf("Delete(%q): %v", ref, err)
+			}
+		}
 	})
 	t.Run("OtherModule", func(t *testing.T) {
 		if p.CanOpen("pkcs11:object=x?module-path=/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so") {
