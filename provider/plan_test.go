@@ -163,13 +163,13 @@ func TestPolicyValidation(t *testing.T) {
 
 func TestParseDenyURI(t *testing.T) {
 	for in, want := range map[string]provider.DenyEntry{
-		"pkcs11:token=web":                 {Provider: "pkcs11:token=web"},
-		"aes128-gcm=pkcs11:token=web":      {Algorithm: "aes128-gcm", Provider: "pkcs11:token=web"},
-		"pkcs11:token=web;serial=1":        {Provider: "pkcs11:token=web;serial=1"},
-		"software":                         {Provider: "software"},
-		"aes128-ctr":                       {Algorithm: "aes128-ctr"},
-		"aes128-gcm=software":              {Algorithm: "aes128-gcm", Provider: "software"},
-		"pkcs11:token=a?module-name=x=y&z": {Provider: "pkcs11:token=a?module-name=x=y&z"},
+		"pkcs11:token=web":               {Provider: "pkcs11:token=web"},
+		"aes128-gcm=pkcs11:token=web":    {Algorithm: "aes128-gcm", Provider: "pkcs11:token=web"},
+		"pkcs11:token=web;serial=1":      {Provider: "pkcs11:token=web;serial=1"},
+		"software":                       {Provider: "software"},
+		"aes128-ctr":                     {Algorithm: "aes128-ctr"},
+		"aes128-gcm=software":            {Algorithm: "aes128-gcm", Provider: "software"},
+		"pkcs11:token=a?module-name=x=y": {Provider: "pkcs11:token=a?module-name=x=y"},
 	} {
 		got, err := provider.ParseDeny(in)
 		if err != nil || got != want {
@@ -180,6 +180,26 @@ func TestParseDenyURI(t *testing.T) {
 		if _, err := provider.ParseDeny(bad); err == nil {
 			t.Errorf("ParseDeny(%q) accepted", bad)
 		}
+	}
+	// A URI that does not parse would match no token and deny nothing; a
+	// PIN has no place in a policy, which is printed.
+	for _, bad := range []string{
+		"pkcs11:token=web;serail=1", "aes128-gcm=pkcs11:token=web?unknown=1", "pkcs11:token=%zz",
+		"pkcs11:token=web?pin-value=s3cret", "aes128-gcm=pkcs11:token=web?pin-source=/etc/pin",
+	} {
+		_, err := provider.ParseDeny(bad)
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "provider: bad policy entry") {
+			t.Errorf("ParseDeny(%q) = %v, want a policy error without the PIN", bad, err)
+		}
+		if !strings.HasPrefix(bad, "pkcs11:") {
+			_, err := provider.ParsePins(bad)
+			if err == nil || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("ParsePins(%q) = %v, want a policy error", bad, err)
+			}
+		}
+	}
+	if _, err := provider.ParsePins("aes128-gcm=pkcs11:token=web?pin-value=s3cret"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("pin with a pin-value: %v", err)
 	}
 }
 
