@@ -218,3 +218,53 @@ func TestAllowMissing(t *testing.T) {
 		t.Errorf("Signer on the attached token: %v", err)
 	}
 }
+
+// TestCloseBounded: Close waits for a call in flight only up to
+// CloseTimeout. A signature stuck in the module (an injected delay, as a
+// hung device) makes Close return an error saying so without finalizing
+// the module under it; the call then finishes normally, and the signer
+// refuses later calls with ErrClosed.
+func TestCloseBounded(t *testing.T) {
+	faults := &FaultInjector{}
+	tok := softhsm.NewToken(t, softhsm.WithLabel("closebound"))
+	p, err := OpenURI(tok.TokenURI(), Config{HealthInterval: -1, CloseTimeout: 20 * time.Millisecond, Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(ctx, keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(ctx, keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := faults.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256([]byte("stuck"))
+	signed := make(chan error, 1)
+	go func() {
+		_, err := s.Sign(rand.Reader, digest[:], crypto.SHA256)
+		signed <- err
+	}()
+	for faults.Injected("sign") == 0 { // the call is in the module now
+		time.Sleep(time.Millisecond)
+	}
+	err = p.Close()
+	select {
+	case <-signed:
+		t.Fatal("Close waited for the stuck call to finish")
+	default:
+	}
+	if err == nil || !strings.Contains(err.Error(), "still running") || !strings.Contains(err.Error(), "left initialized") {
+		t.Errorf("Close with a call stuck in the module: %v", err)
+	}
+	if err := <-signed; err != nil {
+		t.Errorf("the call in flight at Close: %v", err)
+	}
+	if _, err := s.Sign(rand.Reader, digest[:], crypto.SHA256); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Sign after Close: %v, want ErrClosed", err)
+	}
+}
