@@ -163,3 +163,62 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestSshdTokenAttachesLater: a server started while its token is absent
+// (a failed accelerator card) serves with the CPU and software providers;
+// when the token appears, the health probe attaches it and new
+// connections get the pinned AES-GCM from it, without a restart.
+func TestSshdTokenAttachesLater(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "latecard")
+	tok.Delete(t)
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nPKCS11StateDir none\nPKCS11Token "+tok.TokenURI()+
+		"\nProviderMap aes128-gcm=pkcs11\nKexAlgorithms curve25519-sha256\nPrivilegeSeparation no\nPerSourcePenalties no\n")
+	o, err := parseSshdFlags([]string{"-f", cfg, "-shutdown-timeout", "2s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := startDaemon(ctx, o, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		cancel()
+		t.Fatalf("start with the token absent: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); d.loop(ctx) }()
+	defer func() { cancel(); <-done }()
+	addr := d.listeners[0].Addr().String()
+	ccfg := &ssh.ClientConfig{User: "nobody", Auth: []ssh.AuthMethod{ssh.Password("x")},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second,
+		Config: ssh.Config{Ciphers: []string{"aes128-gcm@openssh.com"}, KeyExchanges: []string{"curve25519-sha256"}}}
+	cipherOf := func() string {
+		n := strings.Count(buf.String(), `msg="transport: key exchange done"`)
+		if c, err := ssh.Dial("tcp", addr, ccfg); err == nil {
+			c.Close()
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			lines := regexp.MustCompile(`.*msg="transport: key exchange done".*`).FindAllString(buf.String(), -1)
+			if len(lines) > n {
+				return servedBy(t, lines[n], "cipher_out_provider", "aes128-gcm")
+			}
+		}
+		t.Fatalf("no key exchange logged:\n%s", buf.String())
+		return ""
+	}
+	if got := cipherOf(); got == "pkcs11" {
+		t.Fatalf("aes128-gcm served by %s with the token absent", got)
+	}
+	if !strings.Contains(buf.String(), "PKCS #11 token not attached; starting without it") {
+		t.Errorf("no warning about the absent token:\n%s", buf.String())
+	}
+	tok.Recreate(t)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got := cipherOf()
+		if got == "pkcs11" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token appeared but aes128-gcm is still served by %s", got)
+		}
+	}
+}
