@@ -59,7 +59,7 @@ func TestSeparatedTokenAttachesLater(t *testing.T) {
 	if line == "" {
 		t.Fatalf("no key re-exchange in the post-auth process:\n%s", f.logs.String())
 	}
-	if !regexp.MustCompile(`cipher_out_provider="aes128-gcm by pkcs11 \(hardware`).MatchString(line) {
+	if !regexp.MustCompile(`cipher_out_provider="aes128-gcm by pkcs11 \(hardware, token \\"sep-late\\" slot \d+\): through the monitor"`).MatchString(line) {
 		t.Errorf("the post-auth process does not seal with the attached token: %s", line)
 	}
 }
