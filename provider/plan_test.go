@@ -250,6 +250,8 @@ func TestRegistryClosed(t *testing.T) {
 		"AEAD":     func() error { _, err := r.AEAD("aes128-gcm", make([]byte, 16)); return err }(),
 		"Explain":  func() error { _, err := r.Explain("aes128-gcm"); return err }(),
 		"Signer":   func() error { _, err := r.Signer(context.Background(), "/k"); return err }(),
+		"Verify":   r.Verify(ed25519.PublicKey(make([]byte, 32)), "ed25519", []byte("m"), make([]byte, 64), crypto.Hash(0)),
+		"Hash":     func() error { _, err := r.Hash("sha256"); return err }(),
 		"Register": r.Register(&fake{name: "late", kind: provider.KindCPU}),
 		"Policy":   r.SetPolicy(provider.Policy{}),
 	}

@@ -571,9 +571,12 @@ func (r *Registry) Verify(pub crypto.PublicKey, name string, input, sig []byte, 
 	var vp VerifyProvider
 	who := "go"
 	r.mu.RLock()
-	pol := r.policy
+	pol, closed := r.policy, r.closed
 	ps := append([]Provider(nil), r.providers...)
 	r.mu.RUnlock()
+	if closed {
+		return errRegistryClosed
+	}
 	sortByKind(ps, pol.Mode)
 	for _, p := range ps {
 		if v, ok := p.(VerifyProvider); ok && Supports(p, name, OpVerify) {
