@@ -268,3 +268,48 @@ func TestCloseBounded(t *testing.T) {
 		t.Errorf("Sign after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestPoolWaitHonoursContext: a signature waiting for a session of a full
+// pool ends when its context does, not when WaitTimeout does: while a
+// slow signature (an injected 1 s delay) holds the only session, a
+// SignContext whose context expires first fails with the context's error
+// before the slow one ends (and Signer refuses the expired context).
+func TestPoolWaitHonoursContext(t *testing.T) {
+	f := &FaultInjector{}
+	p, tok := open(t, "poolctx", Config{MaxSessions: 1, WaitTimeout: time.Minute, Faults: f})
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(context.Background(), keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
+	for f.Injected("sign") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = provider.SignContext(ctx, s, rand.Reader, d[:], crypto.SHA256)
+	_, err2 := p.Signer(ctx, keyURI)
+	select {
+	case <-slow:
+		t.Fatal("the waits ended only when the slow signature freed the session")
+	default:
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("SignContext waiting on a full pool: %v, want the context's deadline", err)
+	}
+	if !errors.Is(err2, context.DeadlineExceeded) {
+		t.Errorf("Signer waiting on a full pool: %v, want the context's deadline", err2)
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("slow signature: %v", err)
+	}
+}
