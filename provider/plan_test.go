@@ -414,6 +414,12 @@ func TestBadInputNoPanic(t *testing.T) {
 	if err := r.Register(nil); err == nil {
 		t.Errorf("Register(nil) accepted")
 	}
+	// What a constructor returns beside an error nobody checked (the
+	// README's snippet leaves them out): an error, not a nil dereference.
+	var notOpened *software.Provider
+	if err := r.Register(notOpened); err == nil || !strings.Contains(err.Error(), "nil") {
+		t.Errorf("Register(a nil *software.Provider): %v", err)
+	}
 	r.Register(software.New())
 	checks := map[string]error{
 		"AEAD nil key":       func() error { _, err := r.AEAD("aes128-gcm", nil); return err }(),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,10 @@ func New(cfg Config) *Registry {
 func (r *Registry) Register(p Provider) error {
 	if p == nil {
 		return errors.New("provider: Register(nil)")
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		// A constructor's result whose error was not checked.
+		return fmt.Errorf("provider: Register of a nil %T (did opening it fail?)", p)
 	}
 	r.mu.Lock()
 	if r.closed {

@@ -296,6 +296,15 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
+	t.Run("NilProvider", func(t *testing.T) {
+		var notOpened *Provider // OpenURI's result beside an unchecked error
+		if err := notOpened.Close(); err != nil {
+			t.Errorf("Close of a nil provider: %v", err)
+		}
+		if err := provider.New(provider.Config{}).Register(notOpened); err == nil {
+			t.Error("Register of a nil provider accepted")
+		}
+	})
 	t.Run("NoKeyNamed", func(t *testing.T) {
 		if _, err := p.Signer(ctx, tok.TokenURI()); err == nil || !strings.Contains(err.Error(), "names no key") {
 			t.Errorf("err = %v", err)
