@@ -553,8 +553,13 @@ func (p *Provider) List(ctx context.Context, ref string) ([]KeyInfo, error) {
 		return nil, err
 	}
 	defer p.c.exit()
+	ts := p.tokensFor(u)
+	if len(ts) == 0 { // a misspelt label lists nothing, and says why
+		return nil, &Error{Op: "list keys", What: u.String(), Class: ClassNotFound,
+			Err: fmt.Errorf("%w: no token of this provider matches (tokens: %s)", ErrNotFound, describeAll(p.Tokens()))}
+	}
 	var out []KeyInfo
-	for _, t := range p.tokensFor(u) {
+	for _, t := range ts {
 		err := t.do(ctx, "list keys", u.String(), func(h pkcs11.SessionHandle) error {
 			objs, err := findObjects(p.c.api, h, keyTemplate(pkcs11.CKO_PRIVATE_KEY, u), 1024)
 			if err != nil {

@@ -296,6 +296,12 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ListNoSuchToken", func(t *testing.T) {
+		keys, err := p.List(ctx, "pkcs11:token=misspelt")
+		if !errors.Is(err, ErrNotFound) || errors.Is(err, provider.ErrUnavailable) || len(keys) != 0 {
+			t.Errorf("List of a token that is not there: %v, %v; want ErrNotFound", keys, err)
+		}
+	})
 	t.Run("NilProvider", func(t *testing.T) {
 		var notOpened *Provider // OpenURI's result beside an unchecked error
 		if err := notOpened.Close(); err != nil {
