@@ -313,3 +313,41 @@ func TestPoolWaitHonoursContext(t *testing.T) {
 		t.Errorf("slow signature: %v", err)
 	}
 }
+
+// TestDeadlineBoundsSign: Sign has no context; Config.Deadline bounds its
+// wait for a session instead of WaitTimeout when it is shorter. While a
+// slow signature holds the only session, a second Sign fails before the
+// slow one ends.
+func TestDeadlineBoundsSign(t *testing.T) {
+	f := &FaultInjector{}
+	p, tok := open(t, "deadline", Config{MaxSessions: 1, WaitTimeout: time.Minute, Deadline: 20 * time.Millisecond, Faults: f})
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(context.Background(), keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
+	for f.Injected("sign") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = s.Sign(rand.Reader, d[:], crypto.SHA256)
+	select {
+	case <-slow:
+		t.Fatal("the second Sign waited for the session past Config.Deadline")
+	default:
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Sign with the only session busy past Config.Deadline: %v, want the deadline's error", err)
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("slow signature: %v", err)
+	}
+}
