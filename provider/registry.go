@@ -452,12 +452,19 @@ func (r *Registry) KeyAgreementContext(ctx context.Context, name string) (KeyAgr
 
 // Encapsulate runs the sending side of a KEM against encapsulationKey.
 func (r *Registry) Encapsulate(name string, encapsulationKey []byte) (shared, ciphertext []byte, err error) {
+	shared, ciphertext, _, err = r.EncapsulateProvenance(name, encapsulationKey)
+	return shared, ciphertext, err
+}
+
+// EncapsulateProvenance is Encapsulate that also says which provider did
+// it (a fallback included), since it hands out no primitive to ask.
+func (r *Registry) EncapsulateProvenance(name string, encapsulationKey []byte) (shared, ciphertext []byte, pv Provenance, err error) {
 	alg, err := lookupFamily(name, FamilyKEM)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, pv, err
 	}
 	if len(encapsulationKey) != alg.PublicKeySize {
-		return nil, nil, fmt.Errorf("provider: %s encapsulation key is %d bytes, want %d", name, len(encapsulationKey), alg.PublicKeySize)
+		return nil, nil, pv, fmt.Errorf("provider: %s encapsulation key is %d bytes, want %d", name, len(encapsulationKey), alg.PublicKeySize)
 	}
 	start := time.Now()
 	out, src, err := build(r, alg, func(p Provider) ([2][]byte, error) {
@@ -468,10 +475,13 @@ func (r *Registry) Encapsulate(name string, encapsulationKey []byte) (shared, ci
 		s, c, err := kp.Encapsulate(alg, encapsulationKey)
 		return [2][]byte{s, c}, err
 	})
-	if err == nil && r.metrics != nil {
+	if err != nil {
+		return nil, nil, pv, err
+	}
+	if r.metrics != nil {
 		r.metrics.Counter(src.Provider, alg.Name, OpEncapsulate).timed(start, len(encapsulationKey), nil)
 	}
-	return out[0], out[1], err
+	return out[0], out[1], src.provenance(nil), nil
 }
 
 // Decapsulator returns a fresh receiving side of a KEM.

@@ -80,7 +80,7 @@ func agreeHybrid(reg *provider.Registry, kr *kexRun, spec *kexSpec, qC []byte) (
 	if len(qC) != kem.PublicKeySize+ec.PublicKeySize {
 		return nil, nil, kexError(nil, "%s: client public value is %d bytes, want %d", spec.name, len(qC), kem.PublicKeySize+ec.PublicKeySize)
 	}
-	kPQ, ct, err := reg.Encapsulate(spec.kem, qC[:kem.PublicKeySize])
+	kPQ, ct, kemProv, err := reg.EncapsulateProvenance(spec.kem, qC[:kem.PublicKeySize])
 	if err != nil {
 		return nil, nil, kexError(err, "%s: encapsulation key rejected", spec.name)
 	}
@@ -89,8 +89,7 @@ func agreeHybrid(reg *provider.Registry, kr *kexRun, spec *kexSpec, qC []byte) (
 		return nil, nil, kexError(err, "%s", spec.name)
 	}
 	defer provider.Release(ka)
-	// Encapsulate hands out no primitive: its provider is the plan's.
-	kr.prov = kexProvenance(reg, &kexSpec{kem: spec.kem}) + "; " + provenanceOf(ka)
+	kr.prov = kemProv.String() + "; " + provenanceOf(ka)
 	kCL, err := ka.SharedSecret(qC[kem.PublicKeySize:])
 	if err != nil {
 		return nil, nil, kexError(err, "%s: client %s key rejected", spec.name, spec.agree)

@@ -13,14 +13,22 @@ import (
 	"github.com/offload/offload/providers/software"
 )
 
-// flakyKA offers x25519 first (as a CPU provider) and fails to make one.
+// flakyKA offers x25519 and ML-KEM-768 first (as a CPU provider) and
+// fails to do either.
 type flakyKA struct{}
 
 func (flakyKA) Name() string        { return "flaky" }
 func (flakyKA) Kind() provider.Kind { return provider.KindCPU }
 func (flakyKA) Close() error        { return nil }
 func (flakyKA) Capabilities() []provider.Capability {
-	return []provider.Capability{{Algorithm: "x25519", Ops: provider.OpDerive | provider.OpGenerate}}
+	return []provider.Capability{{Algorithm: "x25519", Ops: provider.OpDerive | provider.OpGenerate},
+		{Algorithm: "ml-kem-768", Ops: provider.OpEncapsulate | provider.OpDecapsulate}}
+}
+func (flakyKA) Encapsulate(*provider.Algorithm, []byte) ([]byte, []byte, error) {
+	return nil, nil, errors.New("flaky: device busy")
+}
+func (flakyKA) NewDecapsulator(*provider.Algorithm) (provider.Decapsulator, error) {
+	return nil, errors.New("flaky: device busy")
 }
 func (flakyKA) NewKeyAgreement(*provider.Algorithm) (provider.KeyAgreement, error) {
 	return nil, errors.New("flaky: device busy")
@@ -57,19 +65,24 @@ func TestKexProvenanceIsWhatServed(t *testing.T) {
 	if ex, err := reg.Explain("x25519"); err != nil || ex.Chosen != "flaky" {
 		t.Fatalf("the plan should put flaky first: %v, %v", ex, err)
 	}
-	var logs logBuffer
-	ts := newTestServer(t, &Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	c, _ := ts.dial(t, clientConfig("curve25519-sha256", "", "", ""))
-	defer c.Close()
-	var line string
-	for deadline := time.Now().Add(10 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, l := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(l, "key exchange done") {
-				line = l
+	for kex, want := range map[string]string{
+		"curve25519-sha256":     `kex_provider="x25519 by software (software), fallback from flaky`,
+		"mlkem768x25519-sha256": `kex_provider="ml-kem-768 by software (software), fallback from flaky; x25519 by software (software), fallback from flaky"`,
+	} {
+		var logs logBuffer
+		ts := newTestServer(t, &Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		c, _ := ts.dial(t, clientConfig(kex, "", "", ""))
+		c.Close()
+		var line string
+		for deadline := time.Now().Add(10 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "key exchange done") {
+					line = l
+				}
 			}
 		}
-	}
-	if !strings.Contains(line, `kex_provider="x25519 by software (software), fallback from flaky`) {
-		t.Errorf("kex_provider does not name the fallback that served: %s", line)
+		if !strings.Contains(line, want) {
+			t.Errorf("%s: kex_provider does not name the fallbacks that served, want %s in: %s", kex, want, line)
+		}
 	}
 }
