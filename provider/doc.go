@@ -48,7 +48,9 @@
 // SetPolicy and a warning for New and Register (the provider may come
 // later); so is a pin a provider cannot serve yet (PendingReporter).
 // Warnings are logged and shown by Explain. Deny entries take provider
-// specs such as "pkcs11:token=web" (ParseDeny).
+// specs such as "pkcs11:token=web" (ParseDeny). A pkcs11: URI in a pin or
+// deny entry must parse (an unknown attribute would match no token) and
+// carries no PIN (policies are printed).
 //
 // # Provenance and metrics
 //

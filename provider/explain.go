@@ -3,9 +3,10 @@ package provider
 import (
 	"fmt"
 	"math/bits"
-	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // Candidate is one provider considered for an algorithm.
@@ -315,20 +316,7 @@ func sortByKind(ps []Provider, mode Mode) {
 
 // RedactRef hides secrets (pin-value) in a key reference so it can be
 // logged or put in an error.
-func RedactRef(ref string) string {
-	head, query, ok := strings.Cut(ref, "?")
-	if !ok {
-		return ref
-	}
-	parts := strings.Split(query, "&")
-	for i, p := range parts {
-		k, _, _ := strings.Cut(p, "=")
-		if k, err := url.QueryUnescape(k); err == nil && strings.EqualFold(k, "pin-value") {
-			parts[i] = "pin-value=REDACTED"
-		}
-	}
-	return head + "?" + strings.Join(parts, "&")
-}
+func RedactRef(ref string) string { return uri.Redact(ref) }
 
 // Measure returns the calibration measurement of the provider that would
 // serve alg now, measuring it if needed. The SSH server uses it to decide

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -162,13 +163,13 @@ func TestPolicyValidation(t *testing.T) {
 
 func TestParseDenyURI(t *testing.T) {
 	for in, want := range map[string]provider.DenyEntry{
-		"pkcs11:token=web":                 {Provider: "pkcs11:token=web"},
-		"aes128-gcm=pkcs11:token=web":      {Algorithm: "aes128-gcm", Provider: "pkcs11:token=web"},
-		"pkcs11:token=web;serial=1":        {Provider: "pkcs11:token=web;serial=1"},
-		"software":                         {Provider: "software"},
-		"aes128-ctr":                       {Algorithm: "aes128-ctr"},
-		"aes128-gcm=software":              {Algorithm: "aes128-gcm", Provider: "software"},
-		"pkcs11:token=a?module-name=x=y&z": {Provider: "pkcs11:token=a?module-name=x=y&z"},
+		"pkcs11:token=web":               {Provider: "pkcs11:token=web"},
+		"aes128-gcm=pkcs11:token=web":    {Algorithm: "aes128-gcm", Provider: "pkcs11:token=web"},
+		"pkcs11:token=web;serial=1":      {Provider: "pkcs11:token=web;serial=1"},
+		"software":                       {Provider: "software"},
+		"aes128-ctr":                     {Algorithm: "aes128-ctr"},
+		"aes128-gcm=software":            {Algorithm: "aes128-gcm", Provider: "software"},
+		"pkcs11:token=a?module-name=x=y": {Provider: "pkcs11:token=a?module-name=x=y"},
 	} {
 		got, err := provider.ParseDeny(in)
 		if err != nil || got != want {
@@ -179,6 +180,26 @@ func TestParseDenyURI(t *testing.T) {
 		if _, err := provider.ParseDeny(bad); err == nil {
 			t.Errorf("ParseDeny(%q) accepted", bad)
 		}
+	}
+	// A URI that does not parse would match no token and deny nothing; a
+	// PIN has no place in a policy, which is printed.
+	for _, bad := range []string{
+		"pkcs11:token=web;serail=1", "aes128-gcm=pkcs11:token=web?unknown=1", "pkcs11:token=%zz",
+		"pkcs11:token=web?pin-value=s3cret", "aes128-gcm=pkcs11:token=web?pin-source=/etc/pin",
+	} {
+		_, err := provider.ParseDeny(bad)
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "provider: bad policy entry") {
+			t.Errorf("ParseDeny(%q) = %v, want a policy error without the PIN", bad, err)
+		}
+		if !strings.HasPrefix(bad, "pkcs11:") {
+			_, err := provider.ParsePins(bad)
+			if err == nil || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("ParsePins(%q) = %v, want a policy error", bad, err)
+			}
+		}
+	}
+	if _, err := provider.ParsePins("aes128-gcm=pkcs11:token=web?pin-value=s3cret"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("pin with a pin-value: %v", err)
 	}
 }
 
@@ -229,6 +250,8 @@ func TestRegistryClosed(t *testing.T) {
 		"AEAD":     func() error { _, err := r.AEAD("aes128-gcm", make([]byte, 16)); return err }(),
 		"Explain":  func() error { _, err := r.Explain("aes128-gcm"); return err }(),
 		"Signer":   func() error { _, err := r.Signer(context.Background(), "/k"); return err }(),
+		"Verify":   r.Verify(ed25519.PublicKey(make([]byte, 32)), "ed25519", []byte("m"), make([]byte, 64), crypto.Hash(0)),
+		"Hash":     func() error { _, err := r.Hash("sha256"); return err }(),
 		"Register": r.Register(&fake{name: "late", kind: provider.KindCPU}),
 		"Policy":   r.SetPolicy(provider.Policy{}),
 	}
@@ -391,6 +414,12 @@ func TestBadInputNoPanic(t *testing.T) {
 	if err := r.Register(nil); err == nil {
 		t.Errorf("Register(nil) accepted")
 	}
+	// What a constructor returns beside an error nobody checked (the
+	// README's snippet leaves them out): an error, not a nil dereference.
+	var notOpened *software.Provider
+	if err := r.Register(notOpened); err == nil || !strings.Contains(err.Error(), "nil") {
+		t.Errorf("Register(a nil *software.Provider): %v", err)
+	}
 	r.Register(software.New())
 	checks := map[string]error{
 		"AEAD nil key":       func() error { _, err := r.AEAD("aes128-gcm", nil); return err }(),
@@ -423,5 +452,23 @@ func TestBadInputNoPanic(t *testing.T) {
 	}
 	if _, err := d.Decapsulate(nil); err == nil {
 		t.Errorf("Decapsulate(nil) accepted")
+	}
+}
+
+// TestCancelledContextErrors: a done context is refused before any
+// provider is asked, with the package prefix and the context's error
+// underneath (errors.Is), so a caller's log says where it was refused.
+func TestCancelledContextErrors(t *testing.T) {
+	r := newReg(t, software.New())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err1 := r.Signer(ctx, "/etc/offload/key")
+	_, err2 := r.KeyAgreementContext(ctx, "x25519")
+	_, key, _ := ed25519.GenerateKey(rand.Reader) // a plain crypto.Signer, not a ContextSigner
+	_, err3 := provider.SignContext(ctx, key, rand.Reader, []byte("m"), crypto.Hash(0))
+	for what, err := range map[string]error{"Signer": err1, "KeyAgreementContext": err2, "SignContext": err3} {
+		if !errors.Is(err, context.Canceled) || !strings.HasPrefix(fmt.Sprint(err), "provider: ") {
+			t.Errorf("%s with a cancelled context: %v, want %q and context.Canceled", what, err, "provider: ")
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // Mode is how the registry ranks the providers that may serve an algorithm.
@@ -86,7 +89,37 @@ func ParsePin(s string) (alg, prov string, err error) {
 	if _, err := Lookup(alg); err != nil {
 		return "", "", &PolicyError{Entry: s, Reason: fmt.Sprintf("unknown algorithm %q", alg)}
 	}
+	if err := checkProviderSpec(s, prov); err != nil {
+		return "", "", err
+	}
 	return alg, prov, nil
+}
+
+// checkProviderSpec refuses a provider spec that is a pkcs11: URI which
+// does not parse (an unknown or misspelt attribute would otherwise match
+// no token, and the entry would select or deny nothing) or that carries
+// a PIN: a policy entry only selects tokens, and policies are printed
+// (Explain, sshd -T, logs).
+func checkProviderSpec(entry, spec string) error {
+	if !uri.IsURI(spec) {
+		return nil
+	}
+	u, err := uri.Parse(spec)
+	if err != nil {
+		reason := err.Error()
+		var ue *uri.Error
+		if errors.As(err, &ue) {
+			reason = "bad pkcs11: URI: " + ue.Reason
+			if ue.Part != "" {
+				reason = fmt.Sprintf("bad pkcs11: URI: %q: %s", ue.Part, ue.Reason)
+			}
+		}
+		return &PolicyError{Entry: uri.Redact(entry), Reason: reason}
+	}
+	if u.PINValue != "" || u.PINSource != "" {
+		return &PolicyError{Entry: uri.Redact(entry), Reason: "a policy entry selects tokens and takes no pin-value or pin-source; give the PIN to the provider"}
+	}
+	return nil
 }
 
 // ParsePins parses a comma- or space-separated list of pins.
@@ -122,10 +155,16 @@ func ParseDeny(s string) (DenyEntry, error) {
 		if prov == "" {
 			return DenyEntry{}, &PolicyError{Entry: s, Reason: "names no provider after \"=\""}
 		}
+		if err := checkProviderSpec(s, prov); err != nil {
+			return DenyEntry{}, err
+		}
 		return DenyEntry{Algorithm: alg, Provider: prov}, nil
 	}
 	if _, err := Lookup(s); err == nil {
 		return DenyEntry{Algorithm: s}, nil
+	}
+	if err := checkProviderSpec(s, s); err != nil {
+		return DenyEntry{}, err
 	}
 	return DenyEntry{Provider: s}, nil
 }

@@ -176,7 +176,7 @@ func SignContext(ctx context.Context, s crypto.Signer, rand io.Reader, digest []
 		return cs.SignContext(ctx, rand, digest, opts)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("provider: sign: %w", err)
 	}
 	return s.Sign(rand, digest, opts)
 }

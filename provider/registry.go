@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,10 @@ func New(cfg Config) *Registry {
 func (r *Registry) Register(p Provider) error {
 	if p == nil {
 		return errors.New("provider: Register(nil)")
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		// A constructor's result whose error was not checked.
+		return fmt.Errorf("provider: Register of a nil %T (did opening it fail?)", p)
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -425,7 +430,7 @@ func (r *Registry) KeyAgreementContext(ctx context.Context, name string) (KeyAgr
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("provider: key agreement %s: %w", name, err)
 	}
 	var start time.Time
 	ka, src, err := build(r, alg, func(p Provider) (KeyAgreement, error) {
@@ -447,12 +452,19 @@ func (r *Registry) KeyAgreementContext(ctx context.Context, name string) (KeyAgr
 
 // Encapsulate runs the sending side of a KEM against encapsulationKey.
 func (r *Registry) Encapsulate(name string, encapsulationKey []byte) (shared, ciphertext []byte, err error) {
+	shared, ciphertext, _, err = r.EncapsulateProvenance(name, encapsulationKey)
+	return shared, ciphertext, err
+}
+
+// EncapsulateProvenance is Encapsulate that also says which provider did
+// it (a fallback included), since it hands out no primitive to ask.
+func (r *Registry) EncapsulateProvenance(name string, encapsulationKey []byte) (shared, ciphertext []byte, pv Provenance, err error) {
 	alg, err := lookupFamily(name, FamilyKEM)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, pv, err
 	}
 	if len(encapsulationKey) != alg.PublicKeySize {
-		return nil, nil, fmt.Errorf("provider: %s encapsulation key is %d bytes, want %d", name, len(encapsulationKey), alg.PublicKeySize)
+		return nil, nil, pv, fmt.Errorf("provider: %s encapsulation key is %d bytes, want %d", name, len(encapsulationKey), alg.PublicKeySize)
 	}
 	start := time.Now()
 	out, src, err := build(r, alg, func(p Provider) ([2][]byte, error) {
@@ -463,10 +475,13 @@ func (r *Registry) Encapsulate(name string, encapsulationKey []byte) (shared, ci
 		s, c, err := kp.Encapsulate(alg, encapsulationKey)
 		return [2][]byte{s, c}, err
 	})
-	if err == nil && r.metrics != nil {
+	if err != nil {
+		return nil, nil, pv, err
+	}
+	if r.metrics != nil {
 		r.metrics.Counter(src.Provider, alg.Name, OpEncapsulate).timed(start, len(encapsulationKey), nil)
 	}
-	return out[0], out[1], err
+	return out[0], out[1], src.provenance(nil), nil
 }
 
 // Decapsulator returns a fresh receiving side of a KEM.
@@ -508,7 +523,7 @@ func (r *Registry) Signer(ctx context.Context, ref string) (crypto.Signer, error
 // OpenSigner is Signer that also returns the provider holding the key.
 func (r *Registry) OpenSigner(ctx context.Context, ref string) (crypto.Signer, Provider, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("provider: open signer %s: %w", RedactRef(ref), err)
 	}
 	ps, err := r.signerProviders(ref)
 	if err != nil {
@@ -571,9 +586,12 @@ func (r *Registry) Verify(pub crypto.PublicKey, name string, input, sig []byte, 
 	var vp VerifyProvider
 	who := "go"
 	r.mu.RLock()
-	pol := r.policy
+	pol, closed := r.policy, r.closed
 	ps := append([]Provider(nil), r.providers...)
 	r.mu.RUnlock()
+	if closed {
+		return errRegistryClosed
+	}
 	sortByKind(ps, pol.Mode)
 	for _, p := range ps {
 		if v, ok := p.(VerifyProvider); ok && Supports(p, name, OpVerify) {

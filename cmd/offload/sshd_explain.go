@@ -9,6 +9,7 @@ import (
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/config"
+	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -32,13 +33,18 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 		}
 	}
 	fmt.Fprintf(w, "# policy %s\n", reg.Policy())
+	children, err := newChildPlans(c, reg)
+	if err != nil {
+		return err
+	}
+	defer children.close()
 	sections := []struct {
 		what  transport.AlgorithmKind
 		names []string
 	}{{transport.KindCipher, eff.Ciphers}, {transport.KindMAC, eff.MACs}, {transport.KindKex, eff.KexAlgorithms}}
 	for _, s := range sections {
 		for _, name := range s.names {
-			explainAlgorithm(w, reg, s.what, name)
+			explainAlgorithm(w, reg, children, s.what, name)
 		}
 	}
 	for _, k := range keys {
@@ -48,8 +54,9 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 }
 
 // explainAlgorithm prints one line per catalog primitive behind an SSH
-// algorithm: the chosen provider and the registry's reason.
-func explainAlgorithm(w io.Writer, reg *provider.Registry, kind transport.AlgorithmKind, name string) {
+// algorithm: the chosen provider and the registry's reason, and, for a
+// separated server, the children's choice where it differs.
+func explainAlgorithm(w io.Writer, reg *provider.Registry, children *childPlans, kind transport.AlgorithmKind, name string) {
 	what := kind.String()
 	a, _ := transport.LookupAlgorithm(kind, name)
 	prims := a.Primitives
@@ -66,6 +73,64 @@ func explainAlgorithm(w io.Writer, reg *provider.Registry, kind transport.Algori
 		fmt.Fprintf(w, "# %s %s: %s by %s (%s)\n", what, name, alg, ex.Chosen, ex.Reason)
 		for _, warn := range ex.Warnings {
 			fmt.Fprintf(w, "#   warning: %s\n", warn)
+		}
+		children.explain(w, alg, ex.Chosen)
+	}
+}
+
+// childPlans are the registries the children of a separated server build
+// (ipc.ChildPins, ipc.TransportConfig): the pre-auth workers, which do
+// the first key exchange and carry the connection until the login, and
+// the post-auth processes, which carry it afterwards. A token provider
+// lives only in the monitor: a child reaches its AEADs through the
+// monitor after the login and serves its other primitives itself.
+type childPlans struct {
+	pre, post *provider.Registry
+}
+
+// newChildPlans returns nil when c does not separate.
+func newChildPlans(c *config.Config, reg *provider.Registry) (*childPlans, error) {
+	if !c.PrivilegeSeparation {
+		return nil, nil
+	}
+	pins, remote, _ := ipc.ChildPins(reg)
+	post := ipc.TransportConfig{Mode: reg.Policy().Mode.String(), Pins: pins, Remote: remote}
+	pre := post.Preauth()
+	postReg, err := post.Registry()
+	if err != nil {
+		return nil, err
+	}
+	preReg, err := pre.Registry()
+	if err != nil {
+		postReg.Close()
+		return nil, err
+	}
+	return &childPlans{pre: preReg, post: postReg}, nil
+}
+
+func (cp *childPlans) close() {
+	if cp != nil {
+		cp.pre.Close()
+		cp.post.Close()
+	}
+}
+
+// explain prints where each kind of child serves alg when that is not
+// the monitor's choice.
+func (cp *childPlans) explain(w io.Writer, alg, monitorChoice string) {
+	if cp == nil {
+		return
+	}
+	for _, c := range []struct {
+		who string
+		reg *provider.Registry
+	}{{"pre-auth workers (before the login)", cp.pre}, {"post-auth processes", cp.post}} {
+		ex, err := c.reg.Explain(alg)
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "#   in the %s: %s: UNAVAILABLE: %v\n", c.who, alg, err)
+		case ex.Chosen != monitorChoice:
+			fmt.Fprintf(w, "#   in the %s: %s by %s (%s is the monitor's only)\n", c.who, alg, ex.Chosen, monitorChoice)
 		}
 	}
 }

@@ -383,7 +383,7 @@ func (p *Provider) Generate(ctx context.Context, ref string, kt KeyType) (crypto
 
 func (p *Provider) generateURI(ctx context.Context, u *uri.URI, kt KeyType) (crypto.Signer, error) {
 	if !u.HasObject() {
-		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
+		return nil, fmt.Errorf("pkcs11: %q names no key: give object= (a label) and/or id=", u)
 	}
 	t, err := p.oneToken(u)
 	if err != nil {
@@ -428,7 +428,7 @@ func (p *Provider) Import(ctx context.Context, ref string, key crypto.PrivateKey
 		return nil, errors.New("pkcs11: import key: no key given")
 	}
 	if !u.HasObject() {
-		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
+		return nil, fmt.Errorf("pkcs11: %q names no key: give object= (a label) and/or id=", u)
 	}
 	t, err := p.oneToken(u)
 	if err != nil {
@@ -553,8 +553,13 @@ func (p *Provider) List(ctx context.Context, ref string) ([]KeyInfo, error) {
 		return nil, err
 	}
 	defer p.c.exit()
+	ts := p.tokensFor(u)
+	if len(ts) == 0 { // a misspelt label lists nothing, and says why
+		return nil, &Error{Op: "list keys", What: u.String(), Class: ClassNotFound,
+			Err: fmt.Errorf("%w: no token of this provider matches (tokens: %s)", ErrNotFound, describeAll(p.Tokens()))}
+	}
 	var out []KeyInfo
-	for _, t := range p.tokensFor(u) {
+	for _, t := range ts {
 		err := t.do(ctx, "list keys", u.String(), func(h pkcs11.SessionHandle) error {
 			objs, err := findObjects(p.c.api, h, keyTemplate(pkcs11.CKO_PRIVATE_KEY, u), 1024)
 			if err != nil {
@@ -594,7 +599,7 @@ func (p *Provider) Delete(ctx context.Context, ref string) (int, error) {
 	}
 	defer p.c.exit()
 	if !u.HasObject() {
-		return 0, fmt.Errorf("pkcs11: %s names no key: give object= and/or id= (nothing was deleted)", u)
+		return 0, fmt.Errorf("pkcs11: %q names no key: give object= and/or id= (nothing was deleted)", u)
 	}
 	t, err := p.oneToken(u)
 	if err != nil {

@@ -218,3 +218,136 @@ func TestAllowMissing(t *testing.T) {
 		t.Errorf("Signer on the attached token: %v", err)
 	}
 }
+
+// TestCloseBounded: Close waits for a call in flight only up to
+// CloseTimeout. A signature stuck in the module (an injected delay, as a
+// hung device) makes Close return an error saying so without finalizing
+// the module under it; the call then finishes normally, and the signer
+// refuses later calls with ErrClosed.
+func TestCloseBounded(t *testing.T) {
+	faults := &FaultInjector{}
+	tok := softhsm.NewToken(t, softhsm.WithLabel("closebound"))
+	p, err := OpenURI(tok.TokenURI(), Config{HealthInterval: -1, CloseTimeout: 20 * time.Millisecond, Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(ctx, keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(ctx, keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := faults.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256([]byte("stuck"))
+	signed := make(chan error, 1)
+	go func() {
+		_, err := s.Sign(rand.Reader, digest[:], crypto.SHA256)
+		signed <- err
+	}()
+	for faults.Injected("sign") == 0 { // the call is in the module now
+		time.Sleep(time.Millisecond)
+	}
+	err = p.Close()
+	select {
+	case <-signed:
+		t.Fatal("Close waited for the stuck call to finish")
+	default:
+	}
+	if err == nil || !strings.Contains(err.Error(), "still running") || !strings.Contains(err.Error(), "left initialized") {
+		t.Errorf("Close with a call stuck in the module: %v", err)
+	}
+	if err := <-signed; err != nil {
+		t.Errorf("the call in flight at Close: %v", err)
+	}
+	if _, err := s.Sign(rand.Reader, digest[:], crypto.SHA256); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("Sign after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestPoolWaitHonoursContext: a signature waiting for a session of a full
+// pool ends when its context does, not when WaitTimeout does: while a
+// slow signature (an injected 1 s delay) holds the only session, a
+// SignContext whose context expires first fails with the context's error
+// before the slow one ends (and Signer refuses the expired context).
+func TestPoolWaitHonoursContext(t *testing.T) {
+	f := &FaultInjector{}
+	p, tok := open(t, "poolctx", Config{MaxSessions: 1, WaitTimeout: time.Minute, Faults: f})
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(context.Background(), keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
+	for f.Injected("sign") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = provider.SignContext(ctx, s, rand.Reader, d[:], crypto.SHA256)
+	_, err2 := p.Signer(ctx, keyURI)
+	select {
+	case <-slow:
+		t.Fatal("the waits ended only when the slow signature freed the session")
+	default:
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("SignContext waiting on a full pool: %v, want the context's deadline", err)
+	}
+	if !errors.Is(err2, context.DeadlineExceeded) {
+		t.Errorf("Signer waiting on a full pool: %v, want the context's deadline", err2)
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("slow signature: %v", err)
+	}
+}
+
+// TestDeadlineBoundsSign: Sign has no context; Config.Deadline bounds its
+// wait for a session instead of WaitTimeout when it is shorter. While a
+// slow signature holds the only session, a second Sign fails before the
+// slow one ends.
+func TestDeadlineBoundsSign(t *testing.T) {
+	f := &FaultInjector{}
+	p, tok := open(t, "deadline", Config{MaxSessions: 1, WaitTimeout: time.Minute, Deadline: 20 * time.Millisecond, Faults: f})
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(context.Background(), keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
+	for f.Injected("sign") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = s.Sign(rand.Reader, d[:], crypto.SHA256)
+	select {
+	case <-slow:
+		t.Fatal("the second Sign waited for the session past Config.Deadline")
+	default:
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Sign with the only session busy past Config.Deadline: %v, want the deadline's error", err)
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("slow signature: %v", err)
+	}
+}

@@ -117,7 +117,7 @@ func (p *Provider) Identity() string {
 // nothing of theirs reaches the module. Closing a narrowed view does
 // nothing.
 func (p *Provider) Close() error {
-	if !p.root {
+	if p == nil || !p.root {
 		return nil
 	}
 	return p.c.close()

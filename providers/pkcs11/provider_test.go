@@ -296,9 +296,36 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ListNoSuchToken", func(t *testing.T) {
+		keys, err := p.List(ctx, "pkcs11:token=misspelt")
+		if !errors.Is(err, ErrNotFound) || errors.Is(err, provider.ErrUnavailable) || len(keys) != 0 {
+			t.Errorf("List of a token that is not there: %v, %v; want ErrNotFound", keys, err)
+		}
+	})
+	t.Run("NilProvider", func(t *testing.T) {
+		var notOpened *Provider // OpenURI's result beside an unchecked error
+		if err := notOpened.Close(); err != nil {
+			t.Errorf("Close of a nil provider: %v", err)
+		}
+		if err := provider.New(provider.Config{}).Register(notOpened); err == nil {
+			t.Error("Register of a nil provider accepted")
+		}
+	})
 	t.Run("NoKeyNamed", func(t *testing.T) {
 		if _, err := p.Signer(ctx, tok.TokenURI()); err == nil || !strings.Contains(err.Error(), "names no key") {
 			t.Errorf("err = %v", err)
+		}
+		// The bare URI "pkcs11:" is quoted, not read as a second prefix.
+		for _, ref := range []string{"pkcs11:", "pkcs11:?pin-source=/nonexistent"} {
+			if _, err := p.Signer(ctx, ref); err == nil || strings.Contains(err.Error(), "pkcs11: pkcs11:") {
+				t.Errorf("Signer(%q): %v", ref, err)
+			}
+			if _, err := p.Generate(ctx, ref, Ed25519); err == nil || strings.Contains(err.Error(), "pkcs11: pkcs11:") {
+				t.Errorf("Generate(%q): %v", ref, err)
+			}
+			if _, err := p.Delete(ctx, ref); err == nil || strings.Contains(err.Error(), "pkcs11: pkcs11:") {
+				t.Errorf("Delete(%q): %v", ref, err)
+			}
 		}
 	})
 	t.Run("OtherModule", func(t *testing.T) {

@@ -136,10 +136,10 @@ func (p *Provider) openSignerURI(ctx context.Context, u *uri.URI) (*signer, erro
 		return nil, fmt.Errorf("pkcs11: key %s is in module %s, not in this provider's %s", u, m, p.c.mod.path)
 	}
 	if u.Type != "" && u.Type != "private" {
-		return nil, fmt.Errorf("pkcs11: %s: a signer needs a private key, not type=%s", u, u.Type)
+		return nil, fmt.Errorf("pkcs11: %q: a signer needs a private key, not type=%s", u, u.Type)
 	}
 	if !u.HasObject() {
-		return nil, fmt.Errorf("pkcs11: %s names no key: give object= (a label) and/or id=", u)
+		return nil, fmt.Errorf("pkcs11: %q names no key: give object= (a label) and/or id=", u)
 	}
 	candidates := p.tokensFor(u)
 	// A failover token holds copies of its primary's keys, and peers hold

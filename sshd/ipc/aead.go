@@ -33,22 +33,30 @@ func ParseAEADNew(p []byte) (*AEADNew, error) {
 	return m, d.done(TypeAEADNew)
 }
 
-// AEADCreated is the reply to AEADNew: the AEAD's handle, and how many
-// calls it serves at once (provider.Lanes; 1 to provider.MaxLanes).
+// AEADCreated is the reply to AEADNew: the AEAD's handle, how many calls
+// it serves at once (provider.Lanes; 1 to provider.MaxLanes), and where
+// it lives (the token's label and serial, and the slot; empty for an
+// AEAD the monitor serves in Go), for the process's provenance.
 type AEADCreated struct {
 	Handle uint32
 	Lanes  uint32
+	Token  string
+	Serial string
+	Slot   uint32
 }
 
 // Marshal encodes m.
 func (m *AEADCreated) Marshal() []byte {
-	return wire.AppendUint32(wire.AppendUint32(nil, m.Handle), m.Lanes)
+	b := wire.AppendUint32(wire.AppendUint32(nil, m.Handle), m.Lanes)
+	b = wire.AppendString(wire.AppendString(b, m.Token), m.Serial)
+	return wire.AppendUint32(b, m.Slot)
 }
 
 // ParseAEADCreated decodes an AEADCreated.
 func ParseAEADCreated(p []byte) (*AEADCreated, error) {
 	d := newDecoder(p)
-	m := &AEADCreated{Handle: d.Uint32("handle"), Lanes: d.Uint32("lanes")}
+	m := &AEADCreated{Handle: d.Uint32("handle"), Lanes: d.Uint32("lanes"),
+		Token: d.string("token", maxName), Serial: d.string("serial", maxName), Slot: d.Uint32("slot")}
 	if err := d.done(TypeAEADNew); err != nil {
 		return nil, err
 	}
@@ -144,12 +152,14 @@ func (r *RemoteProvider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AE
 	if err != nil {
 		return nil, err
 	}
-	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg, lanes: int(h.Lanes)}, nil
+	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg, lanes: int(h.Lanes),
+		prov: provider.Provenance{Token: h.Token, Serial: h.Serial, Slot: uint(h.Slot), Detail: "through the monitor"}}, nil
 }
 
 var (
 	_ provider.FallibleAEAD   = (*remoteAEAD)(nil)
 	_ provider.ConcurrentAEAD = (*remoteAEAD)(nil)
+	_ provider.Provenancer    = (*remoteAEAD)(nil)
 )
 
 // remoteAEAD is an AEAD held by the monitor. It is safe for concurrent
@@ -160,7 +170,12 @@ type remoteAEAD struct {
 	handle uint32
 	alg    *provider.Algorithm
 	lanes  int
+	prov   provider.Provenance // where the monitor serves it, as it said at creation
 }
+
+// Provenance says where the monitor serves the AEAD (its token and slot),
+// as it said when it made it; the registry adds the provider's name.
+func (a *remoteAEAD) Provenance() provider.Provenance { return a.prov }
 
 func (a *remoteAEAD) NonceSize() int { return a.alg.NonceSize }
 func (a *remoteAEAD) Overhead() int  { return a.alg.TagSize }

@@ -168,6 +168,27 @@ func (t *TransportConfig) registry(peer *Peer, log *slog.Logger, metrics *provid
 	return reg, nil
 }
 
+// Preauth is the transport configuration of the pre-auth workers: the
+// monitor's AEADs are for post-auth processes only, so their algorithms
+// are neither remote nor pinned there.
+func (t TransportConfig) Preauth() TransportConfig {
+	pins := map[string]string{}
+	for alg, p := range t.Pins {
+		if _, remote := t.Remote[alg]; !remote {
+			pins[alg] = p
+		}
+	}
+	t.Remote, t.Pins = nil, pins
+	return t
+}
+
+// Registry builds the registry a child builds from t, with no monitor to
+// reach (its remote AEADs cannot be made, only explained): what sshd -T
+// shows for separated processes. Close it when done.
+func (t *TransportConfig) Registry() (*provider.Registry, error) {
+	return t.registry(nil, slog.New(slog.DiscardHandler), nil)
+}
+
 // remoteProviders stands in for the monitor's providers of Remote.
 func (t *TransportConfig) remoteProviders(peer *Peer) []provider.Provider {
 	byName := map[string]*RemoteProvider{}

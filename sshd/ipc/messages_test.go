@@ -167,7 +167,7 @@ func TestMetricsRoundTrip(t *testing.T) {
 func TestAEADMessagesRoundTrip(t *testing.T) {
 	roundTrip(t, "AEADNew", &AEADNew{Alg: "aes128-gcm", Key: make([]byte, 16)}, (*AEADNew).Marshal, ParseAEADNew)
 	roundTrip(t, "AEADHandle", &AEADHandle{Handle: 7}, (*AEADHandle).Marshal, ParseAEADHandle)
-	roundTrip(t, "AEADCreated", &AEADCreated{Handle: 7, Lanes: 4}, (*AEADCreated).Marshal, ParseAEADCreated)
+	roundTrip(t, "AEADCreated", &AEADCreated{Handle: 7, Lanes: 4, Token: "unit0", Serial: "a1b2", Slot: 3}, (*AEADCreated).Marshal, ParseAEADCreated)
 	for _, lanes := range []uint32{0, 65, 1 << 31} {
 		if _, err := ParseAEADCreated((&AEADCreated{Handle: 1, Lanes: lanes}).Marshal()); err == nil {
 			t.Errorf("AEADCreated with %d lanes accepted", lanes)
@@ -189,7 +189,7 @@ func FuzzAEADCall(f *testing.F) {
 }
 
 func FuzzAEADCreated(f *testing.F) {
-	fuzzParse(f, &AEADCreated{Handle: 1, Lanes: 4}, (*AEADCreated).Marshal, ParseAEADCreated)
+	fuzzParse(f, &AEADCreated{Handle: 1, Lanes: 4, Token: "t", Slot: 2}, (*AEADCreated).Marshal, ParseAEADCreated)
 }
 
 func FuzzAEADHandle(f *testing.F) {

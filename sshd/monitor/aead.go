@@ -71,7 +71,11 @@ func (s *AEADServer) New(p []byte) ([]byte, error) {
 		provider.Release(a)
 		return nil, err
 	}
-	return (&ipc.AEADCreated{Handle: id, Lanes: uint32(lanes)}).Marshal(), nil
+	created := &ipc.AEADCreated{Handle: id, Lanes: uint32(lanes)}
+	if pv, ok := provider.ProvenanceOf(a); ok {
+		created.Token, created.Serial, created.Slot = pv.Token, pv.Serial, uint32(pv.Slot)
+	}
+	return created.Marshal(), nil
 }
 
 func (s *AEADServer) add(h *heldAEAD) (uint32, error) {

@@ -449,18 +449,9 @@ func (m *Monitor) workerUserName() string {
 }
 
 // workerTransport is the transport configuration of the pre-auth
-// workers: the monitor's AEADs are for post-auth processes only, so their
-// algorithms are neither remote nor pinned there.
+// workers (ipc.TransportConfig.Preauth).
 func (m *Monitor) workerTransport() ipc.TransportConfig {
-	t := m.cfg.Transport
-	t.Remote = nil
-	t.Pins = map[string]string{}
-	for alg, p := range m.cfg.Transport.Pins {
-		if _, remote := m.cfg.Transport.Remote[alg]; !remote {
-			t.Pins[alg] = p
-		}
-	}
-	return t
+	return m.cfg.Transport.Preauth()
 }
 
 // forker starts child processes from one OS thread that never exits. A

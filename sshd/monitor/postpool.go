@@ -150,12 +150,27 @@ func (m *Monitor) launchPost(p *child) {
 		m.dropPost(p)
 		return
 	}
-	cfg := &ipc.ChildConfig{Transport: m.cfg.Transport, LogLevel: m.cfg.LogLevel, User: p.user,
+	t := m.postTransport()
+	p.aeads.Remote = t.Remote // before the process can ask
+	cfg := &ipc.ChildConfig{Transport: t, LogLevel: m.cfg.LogLevel, User: p.user,
 		Metrics: m.cfg.Metrics != nil, Identity: id, LoginRecords: m.cfg.LoginRecords != nil, Chroot: p.chroot}
 	if err := p.launch(cfg, postEnv); err != nil {
 		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
 		m.dropPost(p)
 	}
+}
+
+// postTransport is the transport configuration of a post-auth process
+// started now: its pins and the AEADs it reaches through the monitor
+// follow the registry as it is now (ipc.ChildPins), so that a token that
+// attached after the monitor started (it was absent, or failing) serves
+// the processes started since; the rest is the monitor's configuration.
+func (m *Monitor) postTransport() ipc.TransportConfig {
+	t := m.cfg.Transport
+	if m.cfg.Registry != nil {
+		t.Pins, t.Remote, _ = ipc.ChildPins(m.cfg.Registry)
+	}
+	return t
 }
 
 func (m *Monitor) dropPost(p *child) {

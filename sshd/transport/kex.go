@@ -35,10 +35,11 @@ func parseKexECDHInit(p []byte) ([]byte, error) {
 }
 
 // agree runs the server side of the key agreement for spec on the
-// client's public value qC, returning Q_S and K (encoded).
-func agree(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
+// client's public value qC, returning Q_S and K (encoded), and noting in
+// kr which providers served it.
+func agree(reg *provider.Registry, kr *kexRun, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
 	if spec.kem != "" {
-		return agreeHybrid(reg, spec, qC)
+		return agreeHybrid(reg, kr, spec, qC)
 	}
 	alg, err := provider.Lookup(spec.agree)
 	if err != nil {
@@ -52,6 +53,7 @@ func agree(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err 
 		return nil, nil, kexError(err, "%s", spec.name)
 	}
 	defer provider.Release(ka)
+	kr.prov = provenanceOf(ka)
 	secret, err := ka.SharedSecret(qC)
 	if err != nil {
 		return nil, nil, kexError(err, "%s: client public value rejected", spec.name)
@@ -66,7 +68,7 @@ func agree(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err 
 // encapsulation key || ECDH public key; S_REPLY = KEM ciphertext || ECDH
 // public key; K = HASH(K_PQ || K_CL), encoded as a string rather than an
 // mpint.
-func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
+func agreeHybrid(reg *provider.Registry, kr *kexRun, spec *kexSpec, qC []byte) (qS, k []byte, err error) {
 	kem, err := provider.Lookup(spec.kem)
 	if err != nil {
 		return nil, nil, err
@@ -78,7 +80,7 @@ func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte
 	if len(qC) != kem.PublicKeySize+ec.PublicKeySize {
 		return nil, nil, kexError(nil, "%s: client public value is %d bytes, want %d", spec.name, len(qC), kem.PublicKeySize+ec.PublicKeySize)
 	}
-	kPQ, ct, err := reg.Encapsulate(spec.kem, qC[:kem.PublicKeySize])
+	kPQ, ct, kemProv, err := reg.EncapsulateProvenance(spec.kem, qC[:kem.PublicKeySize])
 	if err != nil {
 		return nil, nil, kexError(err, "%s: encapsulation key rejected", spec.name)
 	}
@@ -87,6 +89,7 @@ func agreeHybrid(reg *provider.Registry, spec *kexSpec, qC []byte) (qS, k []byte
 		return nil, nil, kexError(err, "%s", spec.name)
 	}
 	defer provider.Release(ka)
+	kr.prov = kemProv.String() + "; " + provenanceOf(ka)
 	kCL, err := ka.SharedSecret(qC[kem.PublicKeySize:])
 	if err != nil {
 		return nil, nil, kexError(err, "%s: client %s key rejected", spec.name, spec.agree)
@@ -128,7 +131,7 @@ func ecdhReply(s *Server, k *kexRun, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	qS, K, err := agree(s.reg, k.a.kex, qC)
+	qS, K, err := agree(s.reg, k, k.a.kex, qC)
 	if err != nil {
 		return nil, err
 	}

@@ -71,6 +71,7 @@ func dhReply(s *Server, k *kexRun, p []byte) ([]byte, error) {
 		return nil, kexError(err, "%s", spec.name)
 	}
 	defer provider.Release(ka)
+	k.prov = provenanceOf(ka)
 	alg, err := provider.Lookup(spec.agree)
 	if err != nil {
 		return nil, err
@@ -188,6 +189,7 @@ func gexReply(s *Server, k *kexRun, p []byte) ([]byte, error) {
 		return nil, kexError(err, "%s", spec.name)
 	}
 	defer provider.Release(ka)
+	k.prov = provenanceOf(ka)
 	f, K, err := dhAgree(ka, (st.p.BitLen()+7)/8, e, spec.name)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ type kexRun struct {
 	rcKeys keyed
 	signer HostKeySigner
 	start  time.Time
+	prov   string // the providers of the key agreement (and KEM), as they say
 }
 
 // kexStep is one client message of a key exchange method and the
@@ -172,7 +173,7 @@ func (c *Conn) logKeys(k *kexRun) {
 	out := c.wr.c.provenance()
 	c.wmu.Unlock()
 	c.srv.log.Log(context.Background(), level, "transport: key exchange done", "remote", c.nc.RemoteAddr().String(),
-		"n", c.kexCount, "kex", a.kex.name, "kex_provider", kexProvenance(c.srv.reg, a.kex),
+		"n", c.kexCount, "kex", a.kex.name, "kex_provider", k.prov,
 		"host_key", a.hostKey, "host_key_provider", hkProv,
 		"cipher_in", a.cipherCS.name, "cipher_in_provider", c.rd.c.provenance(),
 		"cipher_out", a.cipherSC.name, "cipher_out_provider", out,

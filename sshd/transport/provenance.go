@@ -36,21 +36,6 @@ func provenanceOf(prims ...any) string {
 	return strings.Join(parts, "; ")
 }
 
-// kexProvenance describes the providers the registry chooses for spec's
-// key agreement and KEM.
-func kexProvenance(reg *provider.Registry, spec *kexSpec) string {
-	var parts []string
-	for _, alg := range []string{spec.kem, spec.agree} {
-		if alg == "" {
-			continue
-		}
-		if ex, err := reg.Explain(alg); err == nil {
-			parts = append(parts, alg+" by "+ex.Chosen)
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
 // hostKeyProvenance says where the host key pub lives, when the signer
 // can tell.
 func hostKeyProvenance(s HostKeySigner, pub []byte) string {

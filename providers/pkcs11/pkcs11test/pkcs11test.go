@@ -41,18 +41,68 @@ package pkcs11test
 
 import (
 	"context"
+	"crypto"
 	"testing"
 
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/providers/pkcs11"
 )
 
-// Token is a SoftHSM token made for a test. Its fields (Label, PIN,
-// Module, PINFile, ConfPath, ...) and the methods URI, TokenURI, Import,
-// Delete, Recreate, Environ and Close come from the implementation.
+// Token is a SoftHSM token made for a test. Its fields, from the
+// implementation, are:
+//
+//	Label    string // the token's label (CKA_LABEL of its CK_TOKEN_INFO)
+//	PIN      string // the user PIN, also in PINFile
+//	SOPIN    string // the security officer PIN
+//	Module   string // path of libsofthsm2.so
+//	PINFile  string // holds PIN (mode 0600); URIs name it as pin-source
+//	Dir      string // the token's own temporary directory
+//	ConfPath string // its SoftHSM configuration (SOFTHSM2_CONF)
 type Token struct {
 	*softhsm.Token
 }
+
+// URI is the pkcs11: URI of the key pair labelled object on the token
+// (object "": the token itself), with module-path and pin-source (never
+// pin-value): what pkcs11.OpenURI, provider.Registry.Signer and a
+// configuration file take.
+func (tok *Token) URI(object string) string { return tok.Token.URI(object) }
+
+// TokenURI is the URI of the token itself, with module-path and
+// pin-source.
+func (tok *Token) TokenURI() string { return tok.Token.TokenURI() }
+
+// Import stores key (anything x509.MarshalPKCS8PrivateKey takes) on the
+// token labelled object, from outside the test process with
+// softhsm2-util, as an administrator restoring a backup would, and
+// returns its URI. The key gets CKA_ID 01.
+func (tok *Token) Import(t testing.TB, key crypto.PrivateKey, object string) string {
+	t.Helper()
+	return tok.Token.Import(t, key, object)
+}
+
+// Delete removes the token, as pulling a device out would, even while
+// the test process has it open.
+func (tok *Token) Delete(t testing.TB) {
+	t.Helper()
+	tok.Token.Delete(t)
+}
+
+// Recreate makes the token again after Delete, empty: a new serial, the
+// same label and PINs. offload's provider finds it again by itself.
+func (tok *Token) Recreate(t testing.TB) {
+	t.Helper()
+	tok.Token.Recreate(t)
+}
+
+// Environ is the environment a subprocess needs to see the token
+// (SOFTHSM2_CONF).
+func (tok *Token) Environ() []string { return tok.Token.Environ() }
+
+// Close deletes the token (and, for the last token of its SoftHSM
+// configuration, the configuration). NewToken's tokens are closed when
+// their test ends; Start's by the caller. It may be called more than once.
+func (tok *Token) Close() error { return tok.Token.Close() }
 
 // Option changes how NewToken and Start make a token.
 type Option = softhsm.Option

@@ -26,7 +26,7 @@ package uri
 
 import (
 	"fmt"
-	"github.com/offload/offload/provider"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -539,10 +539,26 @@ func (d TokenInfo) URI() *URI {
 }
 
 // Redact hides the value of pin-value in s, however it is spelled, so a
-// URI can be logged or put in an error.
-func Redact(s string) string { return provider.RedactRef(s) }
+// URI can be logged or put in an error. s need not parse: whatever follows
+// the first "?" is split at "&", and each pin-value (its name compared
+// without case, after unescaping) has its value replaced. provider.RedactRef
+// is this function.
+func Redact(s string) string {
+	head, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if k, err := url.QueryUnescape(k); err == nil && strings.EqualFold(k, "pin-value") {
+			parts[i] = "pin-value=REDACTED"
+		}
+	}
+	return head + "?" + strings.Join(parts, "&")
+}
 
-func redact(s string) string { return provider.RedactRef(s) }
+func redact(s string) string { return Redact(s) }
 
 // Module returns the module the URI names (module-path, else
 // module-name), or "".
