@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,4 +112,33 @@ func writeFileT(t *testing.T, dir, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestPrintDefaultsMatchOpenSSH compares -T with sshd's on configurations
+// that leave most keywords at their defaults, ListenAddress included
+// (sshd prints the wildcard addresses then). offload's one default sshd
+// lacks is its sftp subsystem (internal-sftp), left out of the comparison.
+func TestPrintDefaultsMatchOpenSSH(t *testing.T) {
+	sshdBin := testenv.FirstFile(t, "OpenSSH sshd", "apt-get install openssh-server", "/usr/sbin/sshd")
+	dir := t.TempDir()
+	key := writeHostKey(t, dir)
+	for i, extra := range []string{"", "Port 2222\nPort 2223\n", "AddressFamily inet\nPort 2200\n", "AddressFamily inet6\n"} {
+		cfg := writeFileT(t, dir, fmt.Sprintf("sshd_config%d", i), "HostKey "+key+"\n"+extra)
+		want, err := exec.Command(sshdBin, "-T", "-f", cfg).CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(want), "privilege separation directory") {
+				testenv.Missing(t, "sshd's privilege separation directory /run/sshd", "mkdir /run/sshd as root")
+			}
+			t.Fatalf("sshd -T: %v\n%s", err, want)
+		}
+		got, _, err := runSshd("-T", "-f", cfg, "-o", "CalibrationCache=none")
+		if err != nil {
+			t.Fatalf("offload sshd -T: %v", err)
+		}
+		got = strings.Replace(got, "subsystem sftp internal-sftp\n", "", 1)
+		if !strings.Contains(string(want), "listenaddress ") {
+			t.Fatalf("sshd -T printed no listenaddress:\n%s", want)
+		}
+		compareDump(t, strings.TrimSpace(extra), string(want), got)
+	}
 }
