@@ -57,7 +57,7 @@ func (l *login) Begin(ctx context.Context, user, service string) (string, error)
 		return "", err
 	}
 	l.auth = ac
-	if l.inner, err = auth.NewAuthority(ac, l.sessionID, l.remote); err != nil {
+	if l.inner, err = auth.NewConnAuthority(ac, l.sessionID, l.remote, l.local); err != nil {
 		return "", err
 	}
 	return l.inner.Begin(ctx, user, service)

@@ -89,13 +89,21 @@ type Decision struct {
 // from=, AllowUsers, source-address and logs). cfg may be nil for the
 // defaults; it must not change while in use.
 func NewAuthority(cfg *Config, sessionID []byte, remote net.Addr) (Authority, error) {
+	return NewConnAuthority(cfg, sessionID, remote, nil)
+}
+
+// NewConnAuthority is NewAuthority for a connection whose local address
+// (the server's end) is known too: the commands' %C token names both.
+func NewConnAuthority(cfg *Config, sessionID []byte, remote, local net.Addr) (Authority, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newDecider(newSettings(cfg), sessionID, remote), nil
+	d := newDecider(newSettings(cfg), sessionID, remote)
+	d.local = local
+	return d, nil
 }
 
 // decider is the in-process Authority: the state of one connection's
@@ -112,6 +120,7 @@ type decider struct {
 	failures      int
 
 	port           uint16
+	local          net.Addr          // the server's end; nil when not known
 	prog           *progress         // AuthenticationMethods
 	partial        *perm.Permissions // from methods completed before the last
 	usedKeys       map[string]bool   // keys that completed a publickey step
