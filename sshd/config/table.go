@@ -233,7 +233,9 @@ var keywords = []*keyword{
 	unsupported("KerberosGetAFSToken"), unsupported("GSSAPIAuthentication").match(), unsupported("GSSAPICleanupCredentials"),
 	unsupported("GSSAPIDelegateCredentials"), unsupported("GSSAPIStrictAcceptorCheck"),
 	unsupported("GSSAPIKeyExchange").debianOnly(), unsupported("GSSAPIStoreCredentialsOnRekey").debianOnly(),
-	unsupported("GSSAPIKexAlgorithms").debianOnly(),
+	unsupported("GSSAPIKexAlgorithms").debianOnly(), unsupported("GSSAPICleanupCreds").debianOnly(),
+	unsupported("GSSAPIUseSessionCredCache").debianOnly(), unsupported("GSSUseSessionCCache").debianOnly(),
+	deprecated("PermitBlacklistedKeys").debianOnly(),
 
 	// offload's own.
 	channelWindowKW().perConnection().own().supported("connection.Config.WindowSize").eg("32M"),
