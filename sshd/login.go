@@ -58,7 +58,8 @@ func (l *login) Begin(ctx context.Context, user, service string) (string, error)
 		return "", err
 	}
 	l.auth = ac
-	if l.inner, err = auth.NewHostBoundAuthority(ac, l.sessionID, l.hostKey, l.remote); err != nil {
+	ci := auth.ConnInfo{SessionID: l.sessionID, HostKey: l.hostKey, Remote: l.remote, Local: l.local}
+	if l.inner, err = auth.NewConnAuthority(ac, ci); err != nil {
 		return "", err
 	}
 	return l.inner.Begin(ctx, user, service)

@@ -227,11 +227,11 @@ func (o *sshdOptions) logHandler(stderr io.Writer, c *config.Config) (slog.Handl
 	}
 	toStderr := o.debug > 0 || o.stderr || o.test || o.print || o.inetd || c == nil
 	if fac := syslogFacility(c); !toStderr && fac != "" {
-		w, err := newSyslogWriter(fac, "", "")
+		rt, closeFn, err := newFacilityRouter(fac, "", "") // internal-sftp -f: its own facility
 		if err != nil {
 			return nil, nil, err
 		}
-		return sshlog.NewHandler(w, &sshlog.Options{Format: sshlog.Bare, Level: all}), func() { w.Close() }, nil
+		return rt, closeFn, nil
 	}
 	if os.Getenv("JOURNAL_STREAM") != "" {
 		return sshlog.NewHandler(stderr, &sshlog.Options{Format: sshlog.Bare, Level: all}), func() {}, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,4 +112,75 @@ func writeFileT(t *testing.T, dir, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestPrintDefaultsMatchOpenSSH compares -T with sshd's on configurations
+// that leave most keywords at their defaults, ListenAddress included
+// (sshd prints the wildcard addresses then). offload's one default sshd
+// lacks is its sftp subsystem (internal-sftp), left out of the comparison.
+func TestPrintDefaultsMatchOpenSSH(t *testing.T) {
+	sshdBin := testenv.FirstFile(t, "OpenSSH sshd", "apt-get install openssh-server", "/usr/sbin/sshd")
+	dir := t.TempDir()
+	key := writeHostKey(t, dir)
+	for i, extra := range []string{"", "Port 2222\nPort 2223\n", "AddressFamily inet\nPort 2200\n", "AddressFamily inet6\n"} {
+		cfg := writeFileT(t, dir, fmt.Sprintf("sshd_config%d", i), "HostKey "+key+"\n"+extra)
+		want, err := exec.Command(sshdBin, "-T", "-f", cfg).CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(want), "privilege separation directory") {
+				testenv.Missing(t, "sshd's privilege separation directory /run/sshd", "mkdir /run/sshd as root")
+			}
+			t.Fatalf("sshd -T: %v\n%s", err, want)
+		}
+		got, _, err := runSshd("-T", "-f", cfg, "-o", "CalibrationCache=none")
+		if err != nil {
+			t.Fatalf("offload sshd -T: %v", err)
+		}
+		got = strings.Replace(got, "subsystem sftp internal-sftp\n", "", 1)
+		if !strings.Contains(string(want), "listenaddress ") {
+			t.Fatalf("sshd -T printed no listenaddress:\n%s", want)
+		}
+		compareDump(t, strings.TrimSpace(extra), string(want), got)
+	}
+}
+
+// TestIncludeLikeOpenSSH ports OpenSSH's servcfginclude regress test,
+// side by side: a configuration spread over included files (a glob in
+// lexical order, a nested Include, Include inside a Match block, a Match
+// inside an included file that ends with it, first value wins) gives the
+// same sshd -T -C output under offload as under OpenSSH's sshd.
+func TestIncludeLikeOpenSSH(t *testing.T) {
+	sshdBin := testenv.FirstFile(t, "OpenSSH sshd", "apt-get install openssh-server", "/usr/sbin/sshd")
+	dir := t.TempDir()
+	key := writeHostKey(t, dir)
+	d := filepath.Join(dir, "conf.d")
+	os.Mkdir(d, 0o755)
+	writeFileT(t, d, "10-first.conf", "MaxSessions 3\nInclude "+filepath.Join(dir, "nested.conf")+"\n")
+	writeFileT(t, d, "20-second.conf", "MaxSessions 9\nMaxAuthTries 4\nMatch User bob\n\tBanner /etc/issue\n")
+	writeFileT(t, d, "30-third.conf", "X11Forwarding yes\n")
+	writeFileT(t, dir, "nested.conf", "PermitTTY no\nMaxAuthTries 2\n")
+	writeFileT(t, dir, "inmatch.conf", "AllowTcpForwarding no\nMaxSessions 1\n")
+	cfg := writeFileT(t, dir, "sshd_config", "HostKey "+key+"\nInclude "+filepath.Join(d, "*.conf")+"\n"+
+		"MaxAuthTries 5\nClientAliveInterval 7\nMatch User alice\n\tInclude "+filepath.Join(dir, "inmatch.conf")+"\n"+
+		"Match all\n\tPermitTTY yes\n")
+	for _, spec := range []string{"user=alice,host=h,addr=192.0.2.1,laddr=127.0.0.1,lport=22",
+		"user=bob,host=h,addr=192.0.2.1,laddr=127.0.0.1,lport=22", "user=carol,host=h,addr=192.0.2.1,laddr=127.0.0.1,lport=22"} {
+		want, err := exec.Command(sshdBin, "-T", "-f", cfg, "-C", spec).CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(want), "privilege separation directory") {
+				testenv.Missing(t, "sshd's privilege separation directory /run/sshd", "mkdir /run/sshd as root")
+			}
+			t.Fatalf("sshd -T: %v\n%s", err, want)
+		}
+		got, _, err := runSshd("-T", "-f", cfg, "-C", spec, "-o", "CalibrationCache=none")
+		if err != nil {
+			t.Fatalf("offload sshd -T: %v", err)
+		}
+		got = strings.Replace(got, "subsystem sftp internal-sftp\n", "", 1)
+		compareDump(t, spec, string(want), got)
+		for _, l := range []string{"maxsessions", "maxauthtries", "permittty", "x11forwarding", "allowtcpforwarding", "banner"} {
+			if !strings.Contains(string(want), "\n"+l+" ") {
+				t.Fatalf("sshd -T lacks %s:\n%s", l, want)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -89,13 +90,33 @@ type Decision struct {
 // from=, AllowUsers, source-address and logs). cfg may be nil for the
 // defaults; it must not change while in use.
 func NewAuthority(cfg *Config, sessionID []byte, remote net.Addr) (Authority, error) {
+	return NewConnAuthority(cfg, ConnInfo{SessionID: sessionID, Remote: remote})
+}
+
+// ConnInfo is what an Authority knows of its connection.
+type ConnInfo struct {
+	SessionID []byte
+	// HostKey is the server's host key blob of the first key exchange;
+	// without it, publickey-hostbound-v00@openssh.com requests fail.
+	HostKey []byte
+	// Remote is the client's address; Local, the server's end (the
+	// commands' %C token names both), may be nil.
+	Remote, Local net.Addr
+}
+
+// NewConnAuthority is NewAuthority with everything known of the
+// connection.
+func NewConnAuthority(cfg *Config, ci ConnInfo) (Authority, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newDecider(newSettings(cfg), sessionID, remote), nil
+	d := newDecider(newSettings(cfg), ci.SessionID, ci.Remote)
+	d.local = ci.Local
+	d.hostKey = bytes.Clone(ci.HostKey)
+	return d, nil
 }
 
 // decider is the in-process Authority: the state of one connection's
@@ -113,6 +134,7 @@ type decider struct {
 	failures      int
 
 	port           uint16
+	local          net.Addr          // the server's end; nil when not known
 	prog           *progress         // AuthenticationMethods
 	partial        *perm.Permissions // from methods completed before the last
 	usedKeys       map[string]bool   // keys that completed a publickey step

@@ -313,4 +313,13 @@ func TestRevokedKeys(t *testing.T) {
 	if login(other) || !w.logged("refusing all public keys") {
 		t.Fatal("missing RevokedKeys file did not refuse every key")
 	}
+	// Neither a KRL nor a key list (a KRL that lost its header, a
+	// corrupted list): unusable, so every key is refused, as OpenSSH's
+	// sshd refuses them; skipping the bad lines would let revoked keys in.
+	for _, bad := range []string{"garbage-not-a-krl\n", authLine("", plain.PublicKey()) + "\nssh-ed25519 AAAA-truncated\n"} {
+		w.cfg.RevokedKeys = w.writeFile("revoked", bad, 0o644)
+		if login(other) {
+			t.Fatalf("a malformed RevokedKeys list %q let a key in", bad)
+		}
+	}
 }

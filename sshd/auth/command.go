@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,8 +27,8 @@ const DefaultCommandTimeout = 30 * time.Second
 
 // The tokens each command accepts, as sshd_config(5) lists them.
 const (
-	keysCommandTokens       = "%fhktUu"
-	principalsCommandTokens = "%FfhiKksTtUu"
+	keysCommandTokens       = "%CDfhktUu"
+	principalsCommandTokens = "%CDFfhiKksTtUu"
 )
 
 // commandEnv is the environment a command gets.
@@ -123,7 +125,10 @@ func expandCommandTokens(arg, allowed string, vals map[byte]string) (string, err
 
 // tokenValues are the command tokens for the user and key.
 func (s *decider) tokenValues(key ssh.PublicKey) map[byte]string {
-	v := map[byte]string{'h': s.acct.u.HomeDir, 'u': s.user, 'U': s.acct.u.Uid}
+	// %C: client address and port, server address and port; %D: the
+	// routing domain, empty (offload does not use routing domains).
+	v := map[byte]string{'h': s.acct.u.HomeDir, 'u': s.user, 'U': s.acct.u.Uid, 'D': "",
+		'C': s.addr.String() + " " + strconv.Itoa(int(s.port)) + " " + hostPort(s.local)}
 	if key == nil {
 		return v
 	}
@@ -290,4 +295,16 @@ func rootOwned(p string) error {
 		return fmt.Errorf("%w: %s is writable by group or others", errBadOwner, p)
 	}
 	return nil
+}
+
+// hostPort is "address port" of a, or "" for an unknown address.
+func hostPort(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return ""
+	}
+	return ap.Addr().Unmap().String() + " " + strconv.Itoa(int(ap.Port()))
 }

@@ -124,15 +124,15 @@ func TestCommandValidate(t *testing.T) {
 		{AuthorizedKeysCommand: "/usr/bin/keys"},
 		{AuthorizedKeysCommand: "/usr/bin/keys %i", AuthorizedKeysCommandUser: "nobody"},
 		{AuthorizedKeysCommand: `/usr/bin/keys "unterminated`, AuthorizedKeysCommandUser: "nobody"},
-		{AuthorizedPrincipalsCommand: "/usr/bin/p %D", AuthorizedPrincipalsCommandUser: "nobody"},
+		{AuthorizedPrincipalsCommand: "/usr/bin/p %Z", AuthorizedPrincipalsCommandUser: "nobody"},
 	} {
 		var ce *ConfigError
 		if err := c.Validate(); !errors.As(err, &ce) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	ok := Config{AuthorizedKeysCommand: "/usr/bin/keys %u '%f x' \"a b\"", AuthorizedKeysCommandUser: "nobody",
-		AuthorizedPrincipalsCommand: "none"}
+	ok := Config{AuthorizedKeysCommand: "/usr/bin/keys %u '%f x' \"a b\" %C %D", AuthorizedKeysCommandUser: "nobody",
+		AuthorizedPrincipalsCommand: "/usr/bin/p %C %D %i", AuthorizedPrincipalsCommandUser: "nobody"}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}

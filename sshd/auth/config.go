@@ -91,11 +91,15 @@ type Config struct {
 	// (absolute path, owned by root and not writable by others, as every
 	// directory above it) whose output is read as more authorized_keys
 	// lines after AuthorizedKeysFiles found no match, run as
-	// AuthorizedKeysCommandUser. Arguments take the tokens %%, %f, %h,
-	// %k, %t, %U and %u; with none, the user name is the argument.
+	// AuthorizedKeysCommandUser. Arguments take the tokens %%, %C, %D,
+	// %f, %h, %k, %t, %U and %u (OpenSSH 10's; %C is "client-address
+	// client-port server-address server-port", the server's half empty
+	// unless NewConnAuthority was given it, %D is empty: no routing
+	// domains); with none, the user name is the argument.
 	// AuthorizedPrincipalsCommand is the same for principals of
 	// certificates from TrustedUserCAKeys (after AuthorizedPrincipalsFile),
-	// with the tokens %%, %F, %f, %h, %i, %K, %k, %s, %T, %t, %U and %u.
+	// with the tokens %%, %C, %D, %F, %f, %h, %i, %K, %k, %s, %T, %t, %U
+	// and %u.
 	// A command that fails, exits non-zero, writes more than MaxFileSize
 	// bytes or outlives CommandTimeout is not used.
 	AuthorizedKeysCommand, AuthorizedKeysCommandUser             string

@@ -41,7 +41,7 @@
 //     publickey method with the server host key of the first key
 //     exchange named in the request and covered by the signature, so a
 //     signature made through a forwarded agent is bound to this host.
-//     Served by NewHostBoundAuthority (which is told that key); it counts
+//     Served when NewConnAuthority is told that key (ConnInfo.HostKey); it counts
 //     as publickey for AuthenticationMethods and in the logs.
 //   - password: off by default (PasswordAuthentication). Checked by
 //     Config.PasswordCallback when set, else by PAM's auth stack with

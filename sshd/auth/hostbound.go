@@ -2,7 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"net"
 
 	"golang.org/x/crypto/ssh"
 
@@ -17,19 +16,6 @@ import (
 // publickey-hostbound@openssh.com; it counts as "publickey" for
 // AuthenticationMethods and in logs, as in OpenSSH.
 const methodHostBound = "publickey-hostbound-v00@openssh.com"
-
-// NewHostBoundAuthority is NewAuthority for a connection whose first key
-// exchange was signed by hostKey (its wire form, a certificate or a plain
-// key): publickey-hostbound-v00@openssh.com requests naming that key are
-// served. NewAuthority refuses them.
-func NewHostBoundAuthority(cfg *Config, sessionID, hostKey []byte, remote net.Addr) (Authority, error) {
-	a, err := NewAuthority(cfg, sessionID, remote)
-	if err != nil {
-		return nil, err
-	}
-	a.(*decider).hostKey = bytes.Clone(hostKey)
-	return a, nil
-}
 
 // policyMethod is the name a method counts as for AuthenticationMethods,
 // the answers and the logs.

@@ -73,7 +73,7 @@ func TestHostBound(t *testing.T) {
 			w := newWorld(t)
 			key := newEd25519(t)
 			w.authorize(authLine("", key.PublicKey()))
-			a, err := NewHostBoundAuthority(w.cfg, testSessionID, tc.bound, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 2222})
+			a, err := NewConnAuthority(w.cfg, ConnInfo{SessionID: testSessionID, HostKey: tc.bound, Remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 2222}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestHostBoundCountsAsPublicKey(t *testing.T) {
 	key := newEd25519(t)
 	w.authorize(authLine("", key.PublicKey()))
 	w.cfg.AuthenticationMethods = [][]string{{"publickey"}}
-	a, err := NewHostBoundAuthority(w.cfg, testSessionID, hk, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 2222})
+	a, err := NewConnAuthority(w.cfg, ConnInfo{SessionID: testSessionID, HostKey: hk, Remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 2222}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"fmt"
 
 	"golang.org/x/crypto/ssh"
 
@@ -41,25 +42,36 @@ func (s *decider) checkRevoked(key ssh.PublicKey) error {
 	if c, ok := key.(*ssh.Certificate); ok {
 		candidates = append(candidates, c.Key.Marshal(), c.SignatureKey.Marshal())
 	}
-	if listed(data, candidates) {
+	revoked, err := listed(data, candidates)
+	if err != nil {
+		err = &FileError{s.cfg.RevokedKeys, err}
+		s.log.Error("auth: RevokedKeys unusable: refusing all public keys", "err", err)
+		return rejectf(err, "RevokedKeys unusable")
+	}
+	if revoked {
 		return reject("key revoked (listed in " + s.cfg.RevokedKeys + ")")
 	}
 	return nil
 }
 
-// listed reports whether a public key line of data is one of blobs.
-func listed(data []byte, blobs [][]byte) bool {
-	for len(data) > 0 {
-		key, _, _, rest, err := ssh.ParseAuthorizedKey(data)
+// listed reports whether a public key line of data is one of blobs. A
+// line that is neither blank, a comment nor a public key makes the list
+// unusable (an error), as OpenSSH's sshd finds it: skipping it could
+// skip a revocation.
+func listed(data []byte, blobs [][]byte) (bool, error) {
+	found := false
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		key, _, _, _, err := ssh.ParseAuthorizedKey(line)
 		if err != nil {
-			return false
+			return false, fmt.Errorf("line %d is not a public key", n+1)
 		}
 		for _, b := range blobs {
-			if bytes.Equal(key.Marshal(), b) {
-				return true
-			}
+			found = found || bytes.Equal(key.Marshal(), b)
 		}
-		data = rest
 	}
-	return false
+	return found, nil
 }

@@ -60,12 +60,28 @@ func listenKW() *keyword {
 		print: printListen}
 }
 
-// printListen prints the resolved addresses, as sshd -T does.
+// printListen prints the resolved addresses, as sshd -T does; without a
+// ListenAddress, the wildcard addresses of the address family, IPv6
+// first, for each port (offload listens on one dual-stack socket there).
 func printListen(c *Config) [][]string {
-	if len(c.ListenAddresses) == 0 {
-		return nil
+	if len(c.ListenAddresses) > 0 {
+		return eachLine((*Config).Addrs)(c)
 	}
-	return eachLine((*Config).Addrs)(c)
+	hosts := map[string][]string{"inet": {"0.0.0.0"}, "inet6": {"::"}}[c.AddressFamily]
+	if hosts == nil {
+		hosts = []string{"::", "0.0.0.0"}
+	}
+	ports := c.Ports
+	if len(ports) == 0 {
+		ports = []int{DefaultPort}
+	}
+	var out [][]string
+	for _, p := range ports {
+		for _, h := range hosts {
+			out = append(out, []string{net.JoinHostPort(h, strconv.Itoa(p))})
+		}
+	}
+	return out
 }
 
 func hostKeyKW() *keyword {

@@ -59,7 +59,7 @@ var keywords = []*keyword{
 		supported("connection.Config.ClientAliveInterval").eg("15"),
 	intKW("ClientAliveCountMax", 0, 1000, DefaultClientAliveCount, func(c *Config) *int { return &c.ClientAliveCountMax }).perConnection().
 		supported("connection.Config.ClientAliveCountMax").eg("5"),
-	intKW("RequiredRSASize", 1024, 16384, 1024, func(c *Config) *int { return &c.RequiredRSASize }).match().
+	intKW("RequiredRSASize", 1024, 16384, 1024, func(c *Config) *int { return &c.RequiredRSASize }).perConnection().
 		supported("auth.Config.RequiredRSASize").eg("3072"),
 	octalKW("StreamLocalBindMask", 0o177, func(c *Config) *uint32 { return &c.StreamLocalBindMask }).perConnection().
 		supported("connection.Config.StreamLocalBindMask").eg("0117"),
@@ -233,7 +233,9 @@ var keywords = []*keyword{
 	unsupported("KerberosGetAFSToken"), unsupported("GSSAPIAuthentication").match(), unsupported("GSSAPICleanupCredentials"),
 	unsupported("GSSAPIDelegateCredentials"), unsupported("GSSAPIStrictAcceptorCheck"),
 	unsupported("GSSAPIKeyExchange").debianOnly(), unsupported("GSSAPIStoreCredentialsOnRekey").debianOnly(),
-	unsupported("GSSAPIKexAlgorithms").debianOnly(),
+	unsupported("GSSAPIKexAlgorithms").debianOnly(), unsupported("GSSAPICleanupCreds").debianOnly(),
+	unsupported("GSSAPIUseSessionCredCache").debianOnly(), unsupported("GSSUseSessionCCache").debianOnly(),
+	deprecated("PermitBlacklistedKeys").debianOnly(),
 
 	// offload's own.
 	channelWindowKW().perConnection().own().supported("connection.Config.WindowSize").eg("32M"),

@@ -101,3 +101,30 @@ func setWinsize(f *os.File, ws *pty.Winsize) error {
 	}
 	return ierr
 }
+
+// pollable returns the pty master f as a non-blocking, pollable file,
+// on whose reads deadlines work: pty.Open calls Fd, which leaves the
+// master in blocking mode, where SetReadDeadline does nothing and a
+// copy from it can only end when every terminal descriptor is closed.
+// The descriptor is duplicated (close-on-exec) and f closed.
+func pollable(f *os.File) (*os.File, error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	nfd, derr := -1, error(nil)
+	if err := sc.Control(func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		derr = err
+	}
+	name := f.Name()
+	f.Close()
+	if derr != nil {
+		return nil, derr
+	}
+	if err := unix.SetNonblock(nfd, true); err != nil {
+		unix.Close(nfd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(nfd), name), nil
+}

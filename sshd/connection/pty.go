@@ -157,6 +157,10 @@ func (s *session) openPTY() (*childIO, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ptm, err = pollable(ptm); err != nil {
+		tty.Close()
+		return nil, err
+	}
 	if err := s.setupTTY(ptm, tty); err != nil {
 		closeAll(ptm, tty)
 		return nil, err

@@ -1,6 +1,8 @@
 package connection
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +126,29 @@ func TestPTYModesApplied(t *testing.T) {
 	if !strings.Contains(out, "-echo ") || !strings.Contains(out, "intr = ^B") {
 		t.Errorf("stty -a: %q", out)
 	}
+}
+
+// TestPTYWithRC: with a pty, the rc file (or xauth for X11) runs before
+// the program, and then the program runs: the copy of the rc's output
+// must stop when the rc ends, though the session still holds the
+// terminal open (pty.Open leaves the master in blocking mode, where a
+// read deadline does nothing, and the session hung before the program).
+func TestPTYWithRC(t *testing.T) {
+	sys := filepath.Join(t.TempDir(), "sshrc")
+	old := systemRC
+	systemRC = sys
+	defer func() { systemRC = old }()
+	os.WriteFile(sys, []byte("echo system-rc\n"), 0o644)
+	c := startClient(t, &Config{NoUserRC: true}, self(t))
+	ch := c.session(t)
+	if !ch.req("pty-req", true, ptyPayload("vt100", 80, 24, nil)) {
+		t.Fatal("pty-req refused")
+	}
+	ch.exec("echo program; exit 3")
+	ch.waitClosed(t)
+	out := ch.stdout.String()
+	if !strings.Contains(out, "system-rc") || !strings.Contains(out, "program") || ch.exitStatus != 3 {
+		t.Fatalf("rc then program on a pty: output %q, exit status %d", out, ch.exitStatus)
+	}
+	c.checkFaults(t)
 }

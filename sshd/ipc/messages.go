@@ -469,6 +469,7 @@ type Adopt struct {
 	Perms         []byte // perm.Permissions, JSON
 	Settings      []byte // the connection's settings, JSON
 	State         []byte // transport.State, marshaled
+	LogLevel      int8   // slog.Level of the connection's lines (LogLevel, per Match)
 }
 
 // Marshal encodes m.
@@ -478,7 +479,8 @@ func (m *Adopt) Marshal() []byte {
 	b = wire.AppendString(b, m.Remote)
 	b = wire.AppendBytes(b, m.Perms)
 	b = wire.AppendBytes(b, m.Settings)
-	return wire.AppendBytes(b, m.State)
+	b = wire.AppendBytes(b, m.State)
+	return append(b, byte(m.LogLevel))
 }
 
 // ParseAdopt decodes an Adopt.
@@ -487,6 +489,7 @@ func ParseAdopt(p []byte) (*Adopt, error) {
 	m := &Adopt{ConnID: d.Uint64("conn id"), Local: d.string("local", maxAddr), Remote: d.string("remote", maxAddr)}
 	m.Perms, m.Settings = d.bytes("perms", maxJSON), d.bytes("settings", maxJSON)
 	m.State = d.bytes("state", maxState)
+	m.LogLevel = int8(d.Byte("log level"))
 	return m, d.done(TypeAdopt)
 }
 

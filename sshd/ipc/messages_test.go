@@ -45,7 +45,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		(*DecideRequest).Marshal, ParseDecideRequest)
 	roundTrip(t, "HandoffRequest", &HandoffRequest{ConnID: 4, State: []byte{1, 2, 3}}, (*HandoffRequest).Marshal, ParseHandoffRequest)
 	roundTrip(t, "ConnDone", &ConnDone{ConnID: 5, Outcome: OutcomeAuthFail, Err: "too many", BytesIn: 10, BytesOut: 20}, (*ConnDone).Marshal, ParseConnDone)
-	roundTrip(t, "Adopt", &Adopt{ConnID: 6, Local: "a", Remote: "b", Perms: []byte("{}"), Settings: []byte("{}"), State: []byte{9}},
+	roundTrip(t, "Adopt", &Adopt{ConnID: 6, Local: "a", Remote: "b", Perms: []byte("{}"), Settings: []byte("{}"), State: []byte{9}, LogLevel: -4},
 		(*Adopt).Marshal, ParseAdopt)
 	roundTrip(t, "Log", &Log{Level: -4, Msg: "m", Attrs: []byte(`{"a":1}`)}, (*Log).Marshal, ParseLog)
 }

@@ -2,15 +2,18 @@ package monitor
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,13 +54,47 @@ type child struct {
 	ending    bool              // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
 	exited    chan struct{} // closed when the process has been reaped
+	// logFloor is the lowest level of the lines the monitor relays for
+	// a post-auth process: the children's level, lowered by connections
+	// a Match block logs more of (the process sends their lines only).
+	logFloor atomic.Int64
 }
 
 func newChild(m *Monitor, role, name string) *child {
-	return &child{m: m, role: role, name: name, conns: map[uint64]*mconn{},
+	c := &child{m: m, role: role, name: name, conns: map[uint64]*mconn{},
 		sem: make(chan struct{}, maxInFlight), started: make(chan struct{}), ready: make(chan struct{}),
 		exited: make(chan struct{}), aeads: &AEADServer{Registry: m.cfg.Registry, Remote: m.cfg.Transport.Remote}}
+	c.logFloor.Store(int64(m.cfg.LogLevel))
+	return c
 }
+
+// lowerLogFloor lets the monitor relay the child's lines from level up,
+// for a connection whose LogLevel (in a Match block) is below the
+// server's; the floor never rises again for the process's life.
+func (c *child) lowerLogFloor(level slog.Level) {
+	for {
+		old := c.logFloor.Load()
+		if int64(level) >= old || c.logFloor.CompareAndSwap(old, int64(level)) {
+			return
+		}
+	}
+}
+
+// relayLog writes a child's line into the monitor's log: at the
+// monitor's level, or, for a line at or above the floor a Match block's
+// LogLevel set, regardless of the server's level.
+func (c *child) relayLog(l *ipc.Log) {
+	log := c.m.log
+	if lv := slog.Level(l.Level); lv >= slog.Level(c.logFloor.Load()) && !log.Enabled(context.Background(), lv) {
+		log = slog.New(passHandler{log.Handler()})
+	}
+	ipc.Relay(log, c.name, l)
+}
+
+// passHandler hands every record to its handler, whatever the level.
+type passHandler struct{ slog.Handler }
+
+func (passHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (c *child) alive() bool {
 	select {
@@ -242,7 +279,7 @@ func (c *child) handle(msg *ipc.Message) {
 		c.readyOnce.Do(func() { close(c.ready) })
 	case ipc.TypeLog:
 		if l, err := ipc.ParseLog(msg.Payload); err == nil {
-			ipc.Relay(c.m.log, c.name, l)
+			c.relayLog(l)
 		}
 	case ipc.TypeConnDone:
 		c.connDone(msg.Payload)

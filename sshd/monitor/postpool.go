@@ -1,8 +1,10 @@
 package monitor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 	"strconv"
@@ -32,8 +34,10 @@ func (m *Monitor) adopt(conn *mconn, state []byte) error {
 	if err != nil {
 		return err
 	}
+	level := connLogLevel(conn.settings, m.cfg.LogLevel)
 	msg := &ipc.Adopt{ConnID: conn.id, Local: conn.local.String(), Remote: conn.remote.String(),
-		Perms: perms, Settings: settings, State: state}
+		Perms: perms, Settings: settings, State: state, LogLevel: int8(level)}
+	p.lowerLogFloor(level)
 	// conn is p's before p can hear of it: a client that hangs up at
 	// once makes p report the end straight away, which must find conn
 	// p's and not be dropped as a stranger's (p would never go idle).
@@ -52,6 +56,21 @@ func (m *Monitor) adopt(conn *mconn, state []byte) error {
 	}
 	go m.closeLogin(conn) // authentication is over; its transaction ends
 	return nil
+}
+
+// connLogLevel is the lowest level the connection's logger passes (a
+// LogLevel in a Match block may make it lower or higher than the
+// server's), or def without one.
+func connLogLevel(c *connection.Config, def slog.Level) slog.Level {
+	if c == nil || c.Logger == nil {
+		return def
+	}
+	for lv := slog.LevelDebug - 4; lv <= slog.LevelError+4; lv++ {
+		if c.Logger.Enabled(context.Background(), lv) {
+			return lv
+		}
+	}
+	return slog.LevelError + 8
 }
 
 // settingsJSON encodes the connection settings for the post-auth process;

@@ -200,7 +200,12 @@ func (p *process) adopt(m *ipc.Message) {
 // ends only it.
 func (p *process) serve(a *ipc.Adopt, nc net.Conn, f *os.File) {
 	defer p.wg.Done()
-	log := p.log.With("conn", a.ConnID, "remote", a.Remote)
+	log := p.log
+	if lv := slog.Level(a.LogLevel); lv != p.cfg.LogLevel {
+		// LogLevel in a Match block: this connection's lines only.
+		log = slog.New(ipc.NewLogHandler(p.peer, lv)).With("user", p.cfg.User)
+	}
+	log = log.With("conn", a.ConnID, "remote", a.Remote)
 	var err error
 	defer func() {
 		if r := recover(); r != nil {

@@ -77,7 +77,7 @@ func (s *Server) expandPath(id uint32, in *reader) error {
 			return s.status(id, fxNoSuchFile, "no such user")
 		}
 		s.log.logf(levelVerbose, "expand \"%s\"", e)
-		rp, err := realpath(s.walker(), s.abs(e))
+		rp, err := realpath(s.walker(), s.unclean(e))
 		if err != nil {
 			return s.statusErr(id, err)
 		}

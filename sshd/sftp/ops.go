@@ -492,7 +492,7 @@ func (s *Server) realpathReq(id uint32, in *reader) error {
 			p = "."
 		}
 		s.log.logf(levelVerbose, "realpath \"%s\"", p)
-		rp, err := realpath(s.walker(), s.abs(p))
+		rp, err := realpath(s.walker(), s.unclean(p))
 		if err != nil {
 			return s.statusErr(id, err)
 		}

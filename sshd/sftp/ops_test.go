@@ -83,6 +83,18 @@ func TestSFTPOperations(t *testing.T) {
 	if rp, err := realpath(hostFS{}, dir+"/missing/.."); err == nil {
 		t.Errorf("realpath through a missing directory: %q", rp)
 	}
+	// Through the protocol too: REALPATH resolves each ".." after the
+	// component before it, as sftp-server does ("far/.." is the parent
+	// of far's target, not dir; "missing/.." does not exist).
+	elsewhere := t.TempDir()
+	must(os.Mkdir(filepath.Join(elsewhere, "inner"), 0o755))
+	must(os.Symlink(filepath.Join(elsewhere, "inner"), p("far")))
+	if rp, err := sc.RealPath(dir + "/far/.."); err != nil || rp != elsewhere {
+		t.Errorf("REALPATH far/..: %q %v, want %s", rp, err, elsewhere)
+	}
+	if rp, err := sc.RealPath(dir + "/missing/../a"); err == nil {
+		t.Errorf("REALPATH through a missing directory: %q", rp)
+	}
 	if wd, err := sc.Getwd(); err != nil || !filepath.IsAbs(wd) {
 		t.Errorf("getwd: %q %v", wd, err)
 	}

@@ -398,6 +398,17 @@ func (s *Server) abs(p string) string {
 	return path.Join(s.cwd, p)
 }
 
+// unclean is p made absolute without cleaning it: realpath must see each
+// ".." after the component it follows, which may be a symbolic link
+// ("link/.." is the parent of the link's target, and "missing/.." does
+// not exist), as OpenSSH's sftp-server resolves it.
+func (s *Server) unclean(p string) string {
+	if path.IsAbs(p) {
+		return p
+	}
+	return s.cwd + "/" + p
+}
+
 // read answers READ with the data read straight into the reply buffer.
 func (s *Server) read(id uint32, in *reader) error {
 	hb, off, n := in.bytes(), in.u64(), in.u32()

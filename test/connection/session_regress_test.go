@@ -146,6 +146,12 @@ func TestX11Forwarding(t *testing.T) {
 	if !strings.Contains(list, "unix:"+strconv.Itoa(n)) || !strings.Contains(list, "MIT-MAGIC-COOKIE-1") {
 		t.Errorf("server xauth list %q", list)
 	}
+	// With a terminal too (ssh -Y -tt): xauth runs on the pty before the
+	// program, which must then run (the session hung here before).
+	out, errOut, code = f.ssh(t, nil, env, "-Y", "-tt", `echo "X=$DISPLAY"`)
+	if code != 0 || !strings.Contains(out, "X=localhost:") {
+		t.Errorf("ssh -Y -tt: %q (stderr %q, code %d)", out, errOut, code)
+	}
 	// Without X11Forwarding the request is refused; the session runs.
 	g := newFixtureSharing(t, f, &connection.Config{})
 	out, _, _ = g.ssh(t, nil, env, "-Y", `echo "${DISPLAY-none}"`)
