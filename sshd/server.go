@@ -338,6 +338,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
 	err = serveConnection(ctx, tc, p, l.Settings())
+	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
 	c.logEnd("session", err)
 	tc.Close()
 }

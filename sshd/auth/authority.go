@@ -81,6 +81,10 @@ type Decision struct {
 	// Banner, when not empty, is sent as SSH_MSG_USERAUTH_BANNER before
 	// the answer (PAM's messages, such as pam_nologin's text).
 	Banner string
+	// InvalidUser: the user is unknown or refused by the account policy
+	// (what OpenSSH's log lines call an "invalid user"); the conversation
+	// names the user so when the client goes away.
+	InvalidUser bool
 }
 
 // NewAuthority returns the in-process Authority for one connection:
@@ -187,20 +191,30 @@ func (s *decider) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	if s.acct == nil {
 		return nil, errBegun
 	}
+	return s.marked(s.decide(ctx, req)), nil
+}
+
+// marked sets the decision's InvalidUser from the account.
+func (s *decider) marked(d *Decision) *Decision {
+	d.InvalidUser = s.invalidTag() != ""
+	return d
+}
+
+func (s *decider) decide(ctx context.Context, req *Request) *Decision {
 	s.start, s.info = time.Now(), ""
 	s.abortKbd() // a new request abandons a keyboard-interactive round
 	if req.User != s.user || req.Service != s.service {
-		return disconnectDecision(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged), nil
+		return disconnectDecision(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged)
 	}
 	if s.requests++; s.requests > 10*s.cfg.maxTries {
-		return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests), nil
+		return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests)
 	}
 	if !s.prog.allowed(req.Method) && req.Method != methodNone {
 		s.log.Debug("auth: method not allowed by AuthenticationMethods now", "user", req.User, "method", quote(req.Method))
-		return s.decision(ctx, req.Method, failed, nil), nil
+		return s.decision(ctx, req.Method, failed, nil)
 	}
 	out, perms := s.dispatch(ctx, req)
-	return s.decision(ctx, req.Method, out, perms), nil
+	return s.decision(ctx, req.Method, out, perms)
 }
 
 func disconnectDecision(reason uint32, msg string, cause error) *Decision {

@@ -247,7 +247,7 @@ func (s *decider) Respond(ctx context.Context, responses []string) (*Decision, e
 	}
 	s.start, s.info = time.Now(), ""
 	out, perms := s.respond(ctx, k, responses)
-	return s.decision(ctx, methodKbdInt, out, perms), nil
+	return s.marked(s.decision(ctx, methodKbdInt, out, perms)), nil
 }
 
 func (s *decider) respond(ctx context.Context, k *kbdRound, responses []string) (outcome, *perm.Permissions) {

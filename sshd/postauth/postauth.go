@@ -33,6 +33,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
@@ -235,7 +236,9 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 	p.track(a.ConnID, tc)
 	defer p.untrack(a.ConnID)
 	ctx := connection.WithAddrs(p.ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
-	return connection.Serve(ctx, tc, perms, connection.ForClient(cfg, tc.ClientVersion()))
+	err = connection.Serve(ctx, tc, perms, connection.ForClient(cfg, tc.ClientVersion()))
+	auth.LogSessionEnd(log, tc.RemoteAddr(), perms.User, err)
+	return err
 }
 
 func decodeAdopt(a *ipc.Adopt) (*perm.Permissions, *connection.Config, *transport.State, error) {
