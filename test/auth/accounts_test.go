@@ -193,7 +193,8 @@ func runOutcome(t *testing.T, env []string, name string, args ...string) string 
 // (chage -E 0), locked (usermod -L), with a missing shell, and with an
 // expired password (chage -d 0), with OpenSSH's sshd and offload side by
 // side, with and without PAM (Debian's /etc/pam.d/sshd), and wants the
-// same outcome from both.
+// same outcome from each: offload as the server in this process and as
+// the real program under privilege separation.
 func TestAccountStatesLikeOpenSSH(t *testing.T) {
 	testenv.Root(t)
 	if !pam.Available {
@@ -215,6 +216,9 @@ func TestAccountStatesLikeOpenSSH(t *testing.T) {
 		yesno := map[bool]string{false: "no", true: "yes"}[usePAM]
 		oport, olog := openSSHD(t, f, "UsePAM "+yesno, "PasswordAuthentication yes", "KbdInteractiveAuthentication no")
 		fport, flog := offloadSSHD(t, &auth.Config{UsePAM: usePAM, PasswordAuthentication: true})
+		// the real program too, where the monitor decides (privilege
+		// separation, its default)
+		d := startOffloadDaemon(t, f, nil, nil, "UsePAM "+yesno, "PasswordAuthentication yes", "KbdInteractiveAuthentication no", "LogLevel VERBOSE")
 		for _, st := range states {
 			u := newAccountUser(t, f, "pw-"+st.name)
 			if st.cmd != nil {
@@ -230,10 +234,13 @@ func TestAccountStatesLikeOpenSSH(t *testing.T) {
 						}
 						return outcome(t, f, port, u.Username, u.key)
 					}
-					want, got := login(oport), login(fport)
-					t.Logf("OpenSSH %q, offload %q", want, got)
+					want, got, gotd := login(oport), login(fport), login(d.port)
+					t.Logf("OpenSSH %q, offload %q, offload sshd %q", want, got, gotd)
 					if got != want {
 						t.Errorf("offload %q, OpenSSH %q\nOpenSSH log:\n%s\noffload log:\n%s", got, want, olog, flog)
+					}
+					if gotd != want {
+						t.Errorf("offload sshd %q, OpenSSH %q\nOpenSSH log:\n%s\noffload sshd log:\n%s", gotd, want, olog, d.stderr)
 					}
 				})
 			}
