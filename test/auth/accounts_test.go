@@ -114,7 +114,7 @@ func offloadSSHD(t *testing.T, a *auth.Config) (string, *sshtest.LogBuffer) {
 	} else {
 		log = a.Logger
 	}
-	srv, err := sshd.NewServer(&sshd.Config{Auth: a, Logger: log, Conn: &connection.Config{}})
+	srv, err := sshd.NewServer(&sshd.Config{Auth: a, Logger: log, Conn: &connection.Config{}, LoginGraceTime: a.LoginGraceTime})
 	if err != nil {
 		t.Fatal(err)
 	}
