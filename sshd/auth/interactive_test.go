@@ -155,6 +155,12 @@ func TestKbdIntPassword(t *testing.T) {
 		t.Fatalf("prompts %+v", ps)
 	}
 	wantFailure(t, c.infoResponse("wrong"), "publickey,keyboard-interactive")
+	// a response that is not UTF-8 (RFC 4256 section 3.4), or holds a
+	// NUL, is a failure, never the password's prefix
+	wantInfoRequest(t, c.kbdInt())
+	wantFailure(t, c.infoResponse(alicePassword+"\xff\xfe"), "publickey,keyboard-interactive")
+	wantInfoRequest(t, c.kbdInt())
+	wantFailure(t, c.infoResponse(alicePassword+"\x00more"), "publickey,keyboard-interactive")
 	wantInfoRequest(t, c.kbdInt())
 	p := wantSuccess(t, c.infoResponse(alicePassword), ch)
 	if p.Method != "keyboard-interactive" {
