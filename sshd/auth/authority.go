@@ -127,6 +127,7 @@ type decider struct {
 	pamh           *pam.Handle       // the PAM transaction, once started
 	pwExpired      bool              // the password must be changed first
 	pamAccountDone bool              // PAM's account stack ran (keyboard-interactive)
+	noneTried      bool              // a "none" request was answered
 	done           bool              // a login succeeded
 }
 
@@ -268,11 +269,8 @@ func (s *decider) failure(ctx context.Context, method string, counted bool) *Dec
 // dispatch runs the method of req.
 func (s *decider) dispatch(ctx context.Context, req *Request) (outcome, *perm.Permissions) {
 	switch req.Method {
-	case "none":
-		if s.requests == 1 {
-			return failedUncounted, nil
-		}
-		return failed, nil
+	case methodNone:
+		return s.none(ctx)
 	case "publickey":
 		return s.publicKey(req)
 	case methodPassword:
