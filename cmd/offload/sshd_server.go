@@ -311,6 +311,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 func sessionSettings(c *config.Config, cc *connection.Config) {
 	cc.ForceCommand = c.ForceCommand
 	cc.NoTTY, cc.NoUserRC, cc.NoMotd = !c.PermitTTY, !c.PermitUserRC, !c.PrintMotd
+	cc.Nologin = !c.UsePAM // with PAM, pam_nologin decides at login
 	cc.SetEnv = c.SetEnv
 	switch {
 	case c.PermitUserEnvironmentList != nil:

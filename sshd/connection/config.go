@@ -164,6 +164,11 @@ type Config struct {
 	NoMotd bool
 	// NoLastLog does not print the last login (PrintLastLog no).
 	NoLastLog bool
+	// Nologin refuses the sessions of users other than root while
+	// /etc/nologin exists, showing its text and ending them with status
+	// 254, as OpenSSH does without PAM (with UsePAM, pam_nologin in the
+	// account stack refuses the login itself).
+	Nologin bool
 	// Umask is the file-creation mask of session programs and
 	// internal-sftp (unless -u); nil reads UMASK from /etc/login.defs
 	// (022 when absent). A PAM module that sets one (pam_umask) should be

@@ -65,7 +65,7 @@ func openSSHD(t *testing.T, f *fixture, lines ...string) (string, *sshtest.LogBu
 	path := filepath.Join(f.dir, "sshd_config."+port)
 	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
 	log := &sshtest.LogBuffer{}
-	cmd := exec.Command(bin, "-D", "-e", "-f", path)
+	cmd := f.command(bin, "-D", "-e", "-f", path)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
