@@ -183,7 +183,7 @@ func perConnection(c *config.Config, log *slog.Logger) func(config.ConnInfo) (*a
 			log.Warn("Match evaluation failed; the lines needing it do not apply", "user", ci.User, "err", err)
 		}
 		if eff.RefuseConnection {
-			return nil, nil, fmt.Errorf("RefuseConnection: connection from %s refused by configuration", ci.Addr)
+			return nil, nil, fmt.Errorf("RefuseConnection: connection from %s: %w", ci.Addr, sshd.ErrRefuseConnection)
 		}
 		if eff == c {
 			return nil, nil, nil

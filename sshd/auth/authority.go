@@ -288,6 +288,10 @@ type Summary struct {
 	Authenticated bool // a login succeeded
 	Attempted     bool // at least one method other than the first none failed
 	InvalidUser   bool // the user was unknown or refused by the account policy
+	// Refused: the configuration refused the connection (RefuseConnection
+	// in a Match block); set by the glue that applies it, not by
+	// NewAuthority's Authority.
+	Refused bool
 }
 
 // Summarizer is implemented by NewAuthority's Authority.

@@ -66,8 +66,18 @@ func startOffloadDaemon(t *testing.T, f *fixture, flags, env []string, lines ...
 		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
 	}
 	port := freePort(t)
+	// lines first (the first setting of a keyword wins), but a Match
+	// block and what follows it last
+	var match []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Match ") {
+			lines, match = lines[:i], lines[i:]
+			break
+		}
+	}
 	cfg := append(append([]string(nil), lines...), "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey,
 		"AuthorizedKeysFile .ssh/authorized_keys", "PerSourcePenalties no", "CalibrationCache none")
+	cfg = append(cfg, match...)
 	path := filepath.Join(f.dir, "offload_config."+port)
 	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
 	d := &daemon{port: port, stderr: &sshtest.LogBuffer{}}

@@ -149,3 +149,39 @@ func TestPenaltyDaemon(t *testing.T) {
 		t.Errorf("log:\n%s", d.stderr)
 	}
 }
+
+// RefuseConnection in a Match block penalises the source it refuses
+// (OpenSSH 10's refuseconnection penalty): its next connection is dropped
+// at accept, in OpenSSH's words, while another source logs in.
+func TestPenaltyRefuseConnection(t *testing.T) {
+	testenv.Root(t)
+	f := newFixture(t)
+	u := newAccountUser(t, f, "pw-refuse-1")
+	d := startOffloadDaemon(t, f, nil, nil, "PerSourcePenalties refuseconnection:20s min:1s", "LogLevel DEBUG",
+		"Match Address 127.0.0.5", "RefuseConnection yes")
+	from := func(src string) string {
+		return runOutcome(t, nil, f.ssh, append([]string{"-b", src, "-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"},
+			sshArgs(d.port, u.Username)...)...)
+	}
+	if got := from("127.0.0.5"); got == "ok" {
+		t.Fatalf("RefuseConnection let 127.0.0.5 in")
+	}
+	active := regexp.MustCompile(`127\.0\.0\.5/32.* penalty of .* penalty: connection prohibited by RefuseConnection`)
+	deadline := time.Now().Add(5 * time.Second)
+	for !active.MatchString(d.stderr.String()) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !active.MatchString(d.stderr.String()) {
+		t.Fatalf("no refuseconnection penalty:\n%s", d.stderr)
+	}
+	if got := from("127.0.0.5"); got == "ok" {
+		t.Fatal("the penalised source logged in")
+	}
+	drop := regexp.MustCompile(`drop connection #\d+ from \[127\.0\.0\.5\]:\d+ on \[127\.0\.0\.1\]:\d+ penalty: connection prohibited by RefuseConnection`)
+	if !drop.MatchString(d.stderr.String()) {
+		t.Errorf("the second connection was not dropped at accept:\n%s", d.stderr)
+	}
+	if got := from("127.0.0.3"); got != "ok" {
+		t.Fatalf("another source: %s\n%s", got, d.stderr)
+	}
+}
