@@ -118,8 +118,7 @@ func (m *Monitor) postFor(conn *mconn) (*child, error) {
 	if fresh {
 		p = newChild(m, ipc.RolePostauth, "offload-sshd: "+conn.user)
 		p.key, p.user, p.chroot = key, conn.user, chroot
-		if ps != nil {
-			p.role = ipc.RoleSession
+		if ps != nil { // started by a session keeper, still the post-auth process for the monitor
 			p.keeper = &ipc.ChildConfig{User: conn.user, LogLevel: m.cfg.LogLevel, PAM: ps}
 		}
 		m.post[key] = p

@@ -98,6 +98,7 @@ type process struct {
 	reporter *ipc.MetricsReporter // nil without metrics
 	pamEnv   []string             // from the PAM session keeper, for every session
 	pamUmask *fs.FileMode         // from the keeper when a session module set one
+	pamMsgs  string               // the session modules' texts (pam_motd), from the keeper
 	account  *connection.Account  // resolved before a chroot, for every session
 }
 
@@ -120,7 +121,7 @@ func newProcess(child *ipc.Child, acct *connection.Account) (*process, error) {
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv(), pamUmask: pamUmask(), account: acct}
+		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv(), pamUmask: pamUmask(), pamMsgs: pamMessages(), account: acct}
 	metrics, reporter := child.Metrics()
 	p.reporter = reporter
 	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
@@ -230,6 +231,9 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 	cfg.SetEnv = append(p.pamEnv, cfg.SetEnv...) // the PAM session's, then the configuration's
 	if p.pamUmask != nil && cfg.Umask == nil {
 		cfg.Umask = p.pamUmask // pam_umask's, as a session under OpenSSH inherits it
+	}
+	if cfg.LoginMessages == "" {
+		cfg.LoginMessages = p.pamMsgs
 	}
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}

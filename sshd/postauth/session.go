@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +31,15 @@ const pamEnvVar = "OFFLOAD_SSHD_PAM_ENV"
 // pamUmaskVar carries the file-creation mask a session module set
 // (pam_umask) from the keeper to the post-auth process, for its sessions.
 const pamUmaskVar = "OFFLOAD_SSHD_PAM_UMASK"
+
+// pamMsgVar carries the texts the session modules showed (pam_motd's
+// message of the day) from the keeper to the post-auth process, which
+// prints them at interactive logins, as OpenSSH's login messages.
+const pamMsgVar = "OFFLOAD_SSHD_PAM_MSG"
+
+// maxPAMMessages bounds those texts (an environment string may hold
+// 128 KiB).
+const maxPAMMessages = 32 << 10
 
 // keeperTimeout bounds each PAM call of the keeper (no conversation runs:
 // session modules that would ask are answered with nothing).
@@ -81,11 +91,15 @@ func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
 		return 1
 	}
 	before := currentUmask()
-	if err := h.OpenSession(ctx, nil); err != nil {
+	var shown strings.Builder
+	if err := h.OpenSession(ctx, collectTexts(&shown)); err != nil {
 		logf("PAM session: open", err)
 		return 1
 	}
 	var env []string
+	if shown.Len() > 0 {
+		env = append(env, pamMsgVar+"="+shown.String())
+	}
 	if after := currentUmask(); after != before { // pam_umask set one
 		env = append(env, fmt.Sprintf("%s=%04o", pamUmaskVar, after))
 	}
@@ -174,4 +188,30 @@ func pamUmask() *fs.FileMode {
 	}
 	m := fs.FileMode(n)
 	return &m
+}
+
+// collectTexts is the keeper's conversation: texts are kept (up to
+// maxPAMMessages, each ending in a newline) for the user's logins;
+// prompts are answered with nothing, since no client is there to ask.
+func collectTexts(b *strings.Builder) pam.Conversation {
+	return func(_ context.Context, m pam.Message) (string, error) {
+		if m.Style.IsPrompt() || b.Len()+len(m.Text)+1 > maxPAMMessages {
+			return "", nil
+		}
+		text := strings.ToValidUTF8(strings.ReplaceAll(m.Text, "\x00", ""), "?")
+		b.WriteString(text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteString("\n")
+		}
+		return "", nil
+	}
+}
+
+// pamMessages is what the keeper passed ("" when none).
+func pamMessages() string {
+	v := os.Getenv(pamMsgVar)
+	if len(v) > maxPAMMessages {
+		return ""
+	}
+	return v
 }
