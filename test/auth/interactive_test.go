@@ -125,7 +125,8 @@ func TestAuthenticationMethodsWithOpenSSH(t *testing.T) {
 }
 
 // paramiko's auth_password and auth_interactive against the shadow
-// database (no PAM).
+// database (no PAM), in process, and through offload sshd (privilege
+// separation) with and without PAM (Debian's /etc/pam.d/sshd).
 func TestPasswordAndKbdIntWithParamiko(t *testing.T) {
 	testenv.Root(t)
 	py := testenv.LookPath(t, "/usr/bin/python3", "Debian package python3")
@@ -134,7 +135,12 @@ func TestPasswordAndKbdIntWithParamiko(t *testing.T) {
 	}
 	f := newFixture(t)
 	u := newAccountUser(t, f, "p@ss word")
-	port, logs := offloadSSHD(t, &auth.Config{PasswordAuthentication: true, KbdInteractiveAuthentication: true})
+	ports, logs := map[string]string{}, map[string]fmt.Stringer{}
+	ports["in-process"], logs["in-process"] = offloadSSHD(t, &auth.Config{PasswordAuthentication: true, KbdInteractiveAuthentication: true})
+	for _, usePAM := range []string{"no", "yes"} {
+		d := startOffloadDaemon(t, f, nil, nil, "PasswordAuthentication yes", "KbdInteractiveAuthentication yes", "UsePAM "+usePAM)
+		ports["offload sshd, UsePAM "+usePAM], logs["offload sshd, UsePAM "+usePAM] = d.port, d.stderr
+	}
 	prog := `
 import os, sys, paramiko
 def attempt(mode, pw):
@@ -153,11 +159,13 @@ def attempt(mode, pw):
 print(attempt("password", os.environ["PW"]), attempt("password", "nope"),
       attempt("interactive", os.environ["PW"]), attempt("interactive", "nope"))
 `
-	cmd := exec.Command(py, "-c", prog)
-	cmd.Env = append(os.Environ(), "PORT="+port, "USERNAME="+u.Username, "PW=p@ss word")
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "True False True False" {
-		t.Fatalf("paramiko: %v\n%s\n%s", err, out, logs)
+	for name, port := range ports {
+		cmd := exec.Command(py, "-c", prog)
+		cmd.Env = append(os.Environ(), "PORT="+port, "USERNAME="+u.Username, "PW=p@ss word")
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "True False True False" {
+			t.Errorf("%s: paramiko: %v\n%s\n%s", name, err, out, logs[name])
+		}
 	}
 }
 
