@@ -214,7 +214,11 @@ func (m *Monitor) maybeIdle(p *child) {
 	if p.idle != nil {
 		p.idle.Stop()
 	}
-	p.idle = time.AfterFunc(max(m.linger, 0), func() { m.idleExpired(p) })
+	linger := max(m.linger, 0)
+	if m.cfg.PerConnection {
+		linger = 0 // its key names one connection: no other will come
+	}
+	p.idle = time.AfterFunc(linger, func() { m.idleExpired(p) })
 }
 
 func (m *Monitor) idleExpired(p *child) {

@@ -110,3 +110,51 @@ func TestLoginRecordsWithPAM(t *testing.T) {
 		t.Errorf("wtmp login %v, logout %v for %s on %s\n%s", login, logout, u.Username, tty, d.stderr)
 	}
 }
+
+// The PAM session is opened before the user's first process and closed
+// after the last, as root (pam_exec records both, with PAM_USER), in
+// order; with PostauthPerConnection when the connection ends.
+func TestPAMSessionOpenAndClose(t *testing.T) {
+	testenv.Root(t)
+	if !pam.Available {
+		testenv.Missing(t, "PAM in this build", "build with cgo and libpam0g-dev")
+	}
+	f := newFixture(t)
+	u := newAccountUser(t, f, "pw-session-1")
+	dir, err := os.MkdirTemp("", "oftsess")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // the session reads the record as the user
+	record := filepath.Join(dir, "record")
+	script := filepath.Join(dir, "record.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\necho \"$PAM_TYPE $PAM_USER $(id -u)\" >> "+record+"\n"), 0o700)
+	service := testenv.UniqueName("oftsess")
+	path := filepath.Join("/etc/pam.d", service)
+	stack := "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_exec.so " + script + "\n"
+	if err := os.WriteFile(path, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PostauthPerConnection yes")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}, sshArgs(d.port, u.Username)...)
+	args[len(args)-1] = "cat " + record
+	out, err := exec.CommandContext(ctx, f.ssh, args...).CombinedOutput()
+	if want := "open_session " + u.Username + " 0"; err != nil || strings.TrimSpace(string(out)) != want {
+		t.Fatalf("inside the session the record is %q (%v), want %q\n%s", out, err, want, d.stderr)
+	}
+	want := "open_session " + u.Username + " 0\nclose_session " + u.Username + " 0\n"
+	var got []byte
+	// PostauthPerConnection: the process, and so the session, ends with
+	// its connection, not a Linger (10 s) later
+	for i := 0; i < 100; i++ {
+		if got, _ = os.ReadFile(record); string(got) == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("PAM session record %q, want %q\n%s", got, want, d.stderr)
+}
