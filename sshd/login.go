@@ -38,7 +38,13 @@ type login struct {
 	local, remote net.Addr
 	inner         auth.Authority
 	conn          *connection.Config
+	refused       bool // Config.PerConnection said ErrRefuseConnection
 }
+
+// ErrRefuseConnection is what Config.PerConnection wraps in its error to
+// refuse a connection by configuration (RefuseConnection): the login
+// ends, and the source gets the refuseconnection penalty.
+var ErrRefuseConnection = errors.New("sshd: connection refused by configuration")
 
 func newLogin(cfg *settings, sessionID, hostKey []byte, local, remote net.Addr) *login {
 	return &login{cfg: cfg, sessionID: sessionID, hostKey: hostKey, local: local, remote: remote, conn: cfg.Conn}
@@ -73,6 +79,7 @@ func (l *login) settingsFor(user string) (*auth.Config, error) {
 	}
 	cs, err := l.cfg.PerConnection(ConnInfo{User: user, Remote: addrPort(l.remote), Local: addrPort(l.local)})
 	if err != nil {
+		l.refused = errors.Is(err, ErrRefuseConnection)
 		return nil, err
 	}
 	if cs != nil && cs.Auth != nil {
@@ -104,10 +111,12 @@ func (l *login) Respond(ctx context.Context, responses []string) (*auth.Decision
 // Summary reports how the authentication went (auth.Summarizer), for the
 // per-source penalties.
 func (l *login) Summary() auth.Summary {
+	var sum auth.Summary
 	if s, ok := l.inner.(auth.Summarizer); ok {
-		return s.Summary()
+		sum = s.Summary()
 	}
-	return auth.Summary{}
+	sum.Refused = l.refused
+	return sum
 }
 
 // Close ends what the in-process Authority holds (a PAM transaction, a

@@ -43,7 +43,7 @@ func (s *Server) penalizeSeparated(e monitor.ConnEnd) {
 		return
 	}
 	o := penalty.Outcome{Authenticated: e.Auth.Authenticated, Attempted: e.Auth.Attempted,
-		InvalidUser: e.Auth.InvalidUser, GraceExceeded: e.Outcome == ipc.OutcomeGrace, Crashed: e.Outcome == ipc.OutcomeCrash}
+		InvalidUser: e.Auth.InvalidUser, Refused: e.Auth.Refused, GraceExceeded: e.Outcome == ipc.OutcomeGrace, Crashed: e.Outcome == ipc.OutcomeCrash}
 	if k, ok := penalty.Classify(o); ok {
 		t.Penalize(addrPort(e.Remote).Addr(), k)
 	}
@@ -57,7 +57,7 @@ func (c *conn) penalize(sum auth.Summary, err error) {
 		return
 	}
 	o := penalty.Outcome{Authenticated: sum.Authenticated, Attempted: sum.Attempted,
-		InvalidUser: sum.InvalidUser, GraceExceeded: isTimeout(err)}
+		InvalidUser: sum.InvalidUser, Refused: sum.Refused, GraceExceeded: isTimeout(err)}
 	if k, ok := penalty.Classify(o); ok {
 		t.Penalize(addrPort(c.nc.RemoteAddr()).Addr(), k)
 	}

@@ -303,33 +303,35 @@ func (c *conn) serve() {
 	defer release()
 	release = chainRelease(release, slot.Release)
 	start := time.Now()
-	if g := c.srv.cfg.LoginGraceTime; g > 0 {
-		c.nc.SetDeadline(start.Add(g))
-	}
+	grace := c.startGrace(start)
+	defer grace.stop()
 	tc, err := c.srv.tr.Handshake(c.nc)
 	if err != nil {
 		c.logEnd("handshake", err)
-		c.penalize(auth.Summary{}, err)
+		c.penalize(auth.Summary{}, grace.cause(err))
 		return
 	}
 	c.mu.Lock()
 	c.tc = tc
 	c.mu.Unlock()
 	c.log.Debug("sshd: key exchange done", "client_version", tc.ClientVersion(), "elapsed", time.Since(start))
-	c.afterKex(tc, release)
+	c.afterKex(tc, release, grace)
 }
 
 // afterKex runs user authentication and then the connection protocol.
-func (c *conn) afterKex(tc *transport.Conn, release func()) {
+func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	ctx, cancel := context.WithCancel(c.srv.ctx)
 	defer cancel()
 	l := newLogin(c.srv.cfg, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
 	opts := &auth.ServeOptions{MaxRequests: c.srv.maxRequests(), Logger: c.srv.log, Remote: tc.RemoteAddr()}
 	p, err := auth.Serve(ctx, tc, l, opts)
+	if !grace.stop() && err == nil {
+		err = errGraceExceeded // the login came after the connection was closed
+	}
 	l.Close() // the PAM transaction and any keyboard-interactive dialog
 	if err != nil {
 		c.logEnd("authentication", err)
-		c.penalize(l.Summary(), err)
+		c.penalize(l.Summary(), grace.cause(err))
 		tc.Close()
 		return
 	}
@@ -338,6 +340,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func()) {
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
 	err = serveConnection(ctx, tc, p, l.Settings())
+	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
 	c.logEnd("session", err)
 	tc.Close()
 }

@@ -42,3 +42,18 @@ func TestSyslogFacility(t *testing.T) {
 		t.Error("facility KERN accepted")
 	}
 }
+
+// UsePAM yes without privilege separation says what it leaves out: PAM
+// sessions run in a user's post-auth process.
+func TestSshdWarnsPAMWithoutSeparation(t *testing.T) {
+	for sep, want := range map[string]bool{"no": true, "yes": false} {
+		cfg := writeConfig(t, "UsePAM yes\nPrivilegeSeparation "+sep+"\n")
+		_, stderr, err := runSshd("-t", "-f", cfg)
+		if err != nil {
+			t.Fatalf("PrivilegeSeparation %s: -t: %v", sep, err)
+		}
+		if got := strings.Contains(stderr, "the session stack"); got != want {
+			t.Errorf("PrivilegeSeparation %s: warning %v, want %v: %q", sep, got, want, stderr)
+		}
+	}
+}

@@ -114,6 +114,10 @@ func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.S
 	}
 	if c.PrivilegeSeparation {
 		sc.Separation = &sshd.Separation{Workers: c.PreauthWorkers, PerConnection: c.PostauthPerConnection}
+	} else if c.UsePAM {
+		log.Warn("UsePAM yes with PrivilegeSeparation no runs PAM's auth and account stacks only: " +
+			"the session stack (pam_env, pam_limits, pam_loginuid, pam_umask) runs in a user's own post-auth process, " +
+			"which needs PrivilegeSeparation yes")
 	}
 	var err2 error
 	sc.Penalties, err2 = penalties(c, log)
@@ -179,7 +183,7 @@ func perConnection(c *config.Config, log *slog.Logger) func(config.ConnInfo) (*a
 			log.Warn("Match evaluation failed; the lines needing it do not apply", "user", ci.User, "err", err)
 		}
 		if eff.RefuseConnection {
-			return nil, nil, fmt.Errorf("RefuseConnection: connection from %s refused by configuration", ci.Addr)
+			return nil, nil, fmt.Errorf("RefuseConnection: connection from %s: %w", ci.Addr, sshd.ErrRefuseConnection)
 		}
 		if eff == c {
 			return nil, nil, nil
@@ -307,6 +311,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 func sessionSettings(c *config.Config, cc *connection.Config) {
 	cc.ForceCommand = c.ForceCommand
 	cc.NoTTY, cc.NoUserRC, cc.NoMotd = !c.PermitTTY, !c.PermitUserRC, !c.PrintMotd
+	cc.Nologin = !c.UsePAM // with PAM, pam_nologin decides at login
 	cc.SetEnv = c.SetEnv
 	switch {
 	case c.PermitUserEnvironmentList != nil:

@@ -195,7 +195,9 @@ func TestSystemdUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\nType=notify\n", "\nExecReload=/bin/kill -HUP $MAINPID\n"} {
+	// SyslogIdentifier and SyslogFacility: fail2ban's sshd filter reads
+	// the journal's and auth.log's lines only under the name sshd
+	for _, want := range []string{"\nType=notify\n", "\nExecReload=/bin/kill -HUP $MAINPID\n", "\nSyslogIdentifier=sshd\n", "\nSyslogFacility=auth\n"} {
 		if !strings.Contains(string(svc), want) {
 			t.Errorf("offload-sshd.service lacks %q", want)
 		}

@@ -82,6 +82,10 @@ type Decision struct {
 	// Banner, when not empty, is sent as SSH_MSG_USERAUTH_BANNER before
 	// the answer (PAM's messages, such as pam_nologin's text).
 	Banner string
+	// InvalidUser: the user is unknown or refused by the account policy
+	// (what OpenSSH's log lines call an "invalid user"); the conversation
+	// names the user so when the client goes away.
+	InvalidUser bool
 }
 
 // NewAuthority returns the in-process Authority for one connection:
@@ -146,6 +150,7 @@ type decider struct {
 	pamh           *pam.Handle       // the PAM transaction, once started
 	pwExpired      bool              // the password must be changed first
 	pamAccountDone bool              // PAM's account stack ran (keyboard-interactive)
+	noneTried      bool              // a "none" request was answered
 	done           bool              // a login succeeded
 }
 
@@ -210,21 +215,31 @@ func (s *decider) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	if s.acct == nil {
 		return nil, errBegun
 	}
+	return s.marked(s.decide(ctx, req)), nil
+}
+
+// marked sets the decision's InvalidUser from the account.
+func (s *decider) marked(d *Decision) *Decision {
+	d.InvalidUser = s.invalidTag() != ""
+	return d
+}
+
+func (s *decider) decide(ctx context.Context, req *Request) *Decision {
 	s.start, s.info = time.Now(), ""
 	s.abortKbd() // a new request abandons a keyboard-interactive round
 	if req.User != s.user || req.Service != s.service {
-		return disconnectDecision(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged), nil
+		return disconnectDecision(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged)
 	}
 	if s.requests++; s.requests > 10*s.cfg.maxTries {
-		return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests), nil
+		return disconnectDecision(wire.DisconnectNoMoreAuthMethodsAvailable, "too many authentication requests", ErrTooManyRequests)
 	}
 	method := policyMethod(req.Method)
 	if !s.prog.allowed(method) && method != methodNone {
 		s.log.Debug("auth: method not allowed by AuthenticationMethods now", "user", req.User, "method", quote(req.Method))
-		return s.decision(ctx, method, failed, nil), nil
+		return s.decision(ctx, method, failed, nil)
 	}
 	out, perms := s.dispatch(ctx, req)
-	return s.decision(ctx, method, out, perms), nil
+	return s.decision(ctx, method, out, perms)
 }
 
 func disconnectDecision(reason uint32, msg string, cause error) *Decision {
@@ -278,11 +293,8 @@ func (s *decider) failure(ctx context.Context, method string, counted bool) *Dec
 // dispatch runs the method of req.
 func (s *decider) dispatch(ctx context.Context, req *Request) (outcome, *perm.Permissions) {
 	switch req.Method {
-	case "none":
-		if s.requests == 1 {
-			return failedUncounted, nil
-		}
-		return failed, nil
+	case methodNone:
+		return s.none(ctx)
 	case "publickey":
 		return s.publicKey(req)
 	case methodHostBound:
@@ -302,6 +314,10 @@ type Summary struct {
 	Authenticated bool // a login succeeded
 	Attempted     bool // at least one method other than the first none failed
 	InvalidUser   bool // the user was unknown or refused by the account policy
+	// Refused: the configuration refused the connection (RefuseConnection
+	// in a Match block); set by the glue that applies it, not by
+	// NewAuthority's Authority.
+	Refused bool
 }
 
 // Summarizer is implemented by NewAuthority's Authority.

@@ -40,6 +40,29 @@ func (s *decider) password(ctx context.Context, req *Request) (outcome, *perm.Pe
 	return succeeded, &perm.Permissions{User: s.user, Method: methodPassword}
 }
 
+// none answers the "none" method: a failure (not counted when it is the
+// first request), except that the first "none" logs in an account whose
+// password is empty when PermitEmptyPasswords and PasswordAuthentication
+// allow empty passwords and AuthenticationMethods does not name the
+// methods, as OpenSSH's does (its clients send "none" first, and log in
+// so without asking for a password).
+func (s *decider) none(ctx context.Context) (outcome, *perm.Permissions) {
+	fail := failed
+	if s.requests == 1 {
+		fail = failedUncounted
+	}
+	first := !s.noneTried
+	s.noneTried = true
+	if !first || !s.cfg.PermitEmptyPasswords || !s.cfg.PasswordAuthentication || s.prog.lists != nil {
+		return fail, nil
+	}
+	ok := s.checkPassword(ctx, "")
+	if err := s.allowedAfterCheck(methodPassword); err != nil || !ok {
+		return fail, nil
+	}
+	return succeeded, &perm.Permissions{User: s.user, Method: methodNone}
+}
+
 // allowedAfterCheck refuses accounts that may not log in, or not by
 // method; the password was checked first so that they cost the same.
 func (s *decider) allowedAfterCheck(method string) error {
@@ -247,7 +270,7 @@ func (s *decider) Respond(ctx context.Context, responses []string) (*Decision, e
 	}
 	s.start, s.info = time.Now(), ""
 	out, perms := s.respond(ctx, k, responses)
-	return s.decision(ctx, methodKbdInt, out, perms), nil
+	return s.marked(s.decision(ctx, methodKbdInt, out, perms)), nil
 }
 
 func (s *decider) respond(ctx context.Context, k *kbdRound, responses []string) (outcome, *perm.Permissions) {

@@ -155,6 +155,12 @@ func TestKbdIntPassword(t *testing.T) {
 		t.Fatalf("prompts %+v", ps)
 	}
 	wantFailure(t, c.infoResponse("wrong"), "publickey,keyboard-interactive")
+	// a response that is not UTF-8 (RFC 4256 section 3.4), or holds a
+	// NUL, is a failure, never the password's prefix
+	wantInfoRequest(t, c.kbdInt())
+	wantFailure(t, c.infoResponse(alicePassword+"\xff\xfe"), "publickey,keyboard-interactive")
+	wantInfoRequest(t, c.kbdInt())
+	wantFailure(t, c.infoResponse(alicePassword+"\x00more"), "publickey,keyboard-interactive")
 	wantInfoRequest(t, c.kbdInt())
 	p := wantSuccess(t, c.infoResponse(alicePassword), ch)
 	if p.Method != "keyboard-interactive" {
@@ -295,5 +301,46 @@ func TestSummary(t *testing.T) {
 	b.Decide(ctx, &Request{User: "mallory", Service: "ssh-connection", Method: "password", Password: "x"})
 	if s := b.(Summarizer).Summary(); !s.InvalidUser || !s.Attempted {
 		t.Fatalf("invalid user: %+v", s)
+	}
+}
+
+// PermitEmptyPasswords: OpenSSH's clients send "none" first, and an
+// account whose password is empty logs in by it when PermitEmptyPasswords
+// and PasswordAuthentication are on and AuthenticationMethods names no
+// lists.
+func TestEmptyPasswordByNone(t *testing.T) {
+	empty := func(a *account.Account) { a.Shadow.Hash = "" }
+	for _, tc := range []struct {
+		name       string
+		edit       func(*account.Account)
+		permit, pw bool
+		lists      [][]string
+		want       bool
+	}{
+		{"empty, permitted", empty, true, true, nil, true},
+		{"empty, PermitEmptyPasswords no", empty, false, true, nil, false},
+		{"empty, PasswordAuthentication no", empty, true, false, nil, false},
+		{"empty, AuthenticationMethods lists", empty, true, true, [][]string{{"password"}}, false},
+		{"a password", nil, true, true, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := shadowWorld(t, tc.edit)
+			w.cfg.PermitEmptyPasswords, w.cfg.PasswordAuthentication, w.cfg.AuthenticationMethods = tc.permit, tc.pw, tc.lists
+			c, ch := startRun(t, w.cfg)
+			c.startService()
+			p := c.none()
+			if !tc.want {
+				if len(p) == 0 || p[0] != wire.MsgUserAuthFailure {
+					t.Fatalf("none: message %v, want a failure", p)
+				}
+				return
+			}
+			if perms := wantSuccess(t, p, ch); perms.Method != "none" {
+				t.Fatalf("permissions %+v", perms)
+			}
+			if !w.logged("Accepted none for alice from 192.0.2.10 port 2222 ssh2") {
+				t.Errorf("log:\n%s", w.logs)
+			}
+		})
 	}
 }

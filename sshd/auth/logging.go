@@ -55,14 +55,15 @@ func (s *decider) authLog(fn func(msg string, args ...any), what, method string)
 }
 
 // authLogFailed logs a failure at OpenSSH's level: INFO for passwords,
-// invalid users and from half of MaxAuthTries on; VERBOSE otherwise.
+// invalid users and once the failures before this one reach half of
+// MaxAuthTries (as OpenSSH counts them); VERBOSE otherwise.
 func (s *decider) authLogFailed(method string) {
 	fn := s.log.Debug
 	if method == methodNone { // OpenSSH's monitor never sees "none"
 		s.authLog(fn, "Failed", method)
 		return
 	}
-	if method == methodPassword || s.invalidTag() != "" || s.failures+1 >= s.cfg.maxTries/2 {
+	if method == methodPassword || s.invalidTag() != "" || s.failures >= s.cfg.maxTries/2 {
 		fn = s.log.Info
 	}
 	s.authLog(fn, "Failed", method)

@@ -81,7 +81,8 @@ type conversation struct {
 	user, service string
 	requests      int
 	buf           []byte
-	prompts       int // prompts of the INFO_REQUEST awaiting a response; -1 none
+	prompts       int  // prompts of the INFO_REQUEST awaiting a response; -1 none
+	invalid       bool // the Authority said the user is invalid
 	addr          netip.Addr
 	port          uint16
 }
@@ -165,6 +166,7 @@ func (s *conversation) request(p []byte) (*perm.Permissions, error) {
 
 // answer sends the reply for the decision d about req.
 func (s *conversation) answer(req *Request, d *Decision) (*perm.Permissions, error) {
+	s.invalid = d.InvalidUser
 	if d.Banner != "" {
 		if err := s.write(appendBanner(s.buf[:0], d.Banner)); err != nil {
 			return nil, err
@@ -298,21 +300,55 @@ func (s *conversation) readError(err error) error {
 }
 
 // logClosed logs the end of the connection by the client in OpenSSH's
-// words. The conversation does not know whether the user is valid (the
-// Authority does), so a named user is an "authenticating user".
+// words: a named user is an "invalid user" when the Authority's last
+// decision said so, else an "authenticating user".
 func (s *conversation) logClosed(err error) {
-	p := sshlog.Peer{Addr: s.addr, Port: s.port, User: s.user}
-	var de *transport.DisconnectError
-	if errors.As(err, &de) && de.FromPeer && de.Reason != wire.DisconnectConnectionLost {
-		msg, uerr := strconv.Unquote(de.Message)
-		if uerr != nil {
-			msg = de.Message
-		}
-		s.log.Info(sshlog.ReceivedDisconnect(p, de.Reason, msg), sshlog.Worded())
-		s.log.Info(sshlog.Disconnected(p), sshlog.Worded())
+	p := sshlog.Peer{Addr: s.addr, Port: s.port, User: s.user, InvalidUser: s.invalid}
+	if logPeerDisconnect(s.log, p, err) {
 		return
 	}
 	s.log.Info(sshlog.ConnectionClosed(p), sshlog.Worded())
+}
+
+// logPeerDisconnect logs the client's SSH_MSG_DISCONNECT as OpenSSH does
+// ("Received disconnect from A port P:11: disconnected by user", at
+// error level for reasons other than 11, then "Disconnected from ...")
+// and reports whether err was one.
+func logPeerDisconnect(log *slog.Logger, p sshlog.Peer, err error) bool {
+	var de *transport.DisconnectError
+	if !errors.As(err, &de) || !de.FromPeer || de.Reason == wire.DisconnectConnectionLost {
+		return false
+	}
+	msg, uerr := strconv.Unquote(de.Message)
+	if uerr != nil {
+		msg = de.Message
+	}
+	fn := log.Info
+	if de.Reason != wire.DisconnectByApplication {
+		fn = log.Error
+	}
+	fn(sshlog.ReceivedDisconnect(p, de.Reason, msg), sshlog.Worded())
+	log.Info(sshlog.Disconnected(p), sshlog.Worded())
+	return true
+}
+
+// LogSessionEnd logs the end of an authenticated connection of user in
+// OpenSSH's words when the client ended it: its SSH_MSG_DISCONNECT
+// ("Received disconnect from A port P:11: disconnected by user", then
+// "Disconnected from user U A port P"), or its going away ("Connection
+// closed by A port P", which OpenSSH logs at VERBOSE: Debug here). Other
+// ends (server errors, our own disconnects, shutdown) are the caller's
+// to log.
+func LogSessionEnd(log *slog.Logger, remote net.Addr, user string, err error) {
+	addr, port := remoteAddr(remote)
+	p := sshlog.Peer{Addr: addr, Port: port, User: user, Authenticated: true}
+	if logPeerDisconnect(log, p, err) {
+		return
+	}
+	var de *transport.DisconnectError
+	if err == nil || errors.Is(err, io.EOF) || (errors.As(err, &de) && de.FromPeer) {
+		log.Debug(sshlog.ConnectionClosed(sshlog.Peer{Addr: addr, Port: port, Authenticated: true}), sshlog.Worded())
+	}
 }
 
 func (s *conversation) unexpected(p []byte, want string) error {

@@ -231,13 +231,34 @@ func TestUnknownUser(t *testing.T) {
 	w := newWorld(t)
 	key := newEd25519(t)
 	w.authorize(authLine("", key.PublicKey()))
-	c, _ := startRun(t, w.cfg)
+	c, ch := startRun(t, w.cfg)
 	c.user = "mallory"
 	c.startService()
 	wantFailure(t, c.query("ssh-ed25519", key.PublicKey()), "publickey")
 	wantFailure(t, c.signed("ssh-ed25519", key), "publickey")
 	if !w.logged("invalid user") {
 		t.Fatalf("log lacks invalid user:\n%s", w.logs)
+	}
+	c.pc.Close()
+	wantResult(t, ch)
+	// as OpenSSH names a client that goes away: fail2ban's ddos and
+	// aggressive modes read these lines
+	if want := "Connection closed by invalid user mallory 192.0.2.10 port 2222 [preauth]"; !w.logged(want) {
+		t.Fatalf("log lacks %q:\n%s", want, w.logs)
+	}
+}
+
+// A known user who goes away is an "authenticating user".
+func TestClosedByAuthenticatingUser(t *testing.T) {
+	w := newWorld(t)
+	key := newEd25519(t)
+	c, ch := startRun(t, w.cfg)
+	c.startService()
+	wantFailure(t, c.signed("ssh-ed25519", key), "publickey")
+	c.pc.Close()
+	wantResult(t, ch)
+	if want := "Connection closed by authenticating user alice 192.0.2.10 port 2222 [preauth]"; !w.logged(want) {
+		t.Fatalf("log lacks %q:\n%s", want, w.logs)
 	}
 }
 
@@ -628,5 +649,30 @@ func TestReadBounded(t *testing.T) {
 	}
 	if b, err := readBounded("ok", strings.NewReader(strings.Repeat("x", MaxFileSize))); err != nil || len(b) != MaxFileSize {
 		t.Fatalf("readBounded at the limit: %d %v", len(b), err)
+	}
+}
+
+// A failed publickey is logged at INFO (else VERBOSE, Debug here) once
+// the failures before it reach half of MaxAuthTries, as OpenSSH counts
+// them: with MaxAuthTries 4, the third failure is the first at INFO.
+func TestFailedPublickeyLevel(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.MaxAuthTries = 4
+	c, _ := startRun(t, w.cfg)
+	c.startService()
+	var levels []string
+	for i := 0; i < 3; i++ {
+		before := w.logs.Len()
+		wantFailure(t, c.signed("ssh-ed25519", newEd25519(t)), "publickey")
+		for _, l := range strings.Split(w.logs.String()[before:], "\n") {
+			if strings.Contains(l, "Failed publickey for alice") {
+				_, rest, _ := strings.Cut(l, "level=")
+				lvl, _, _ := strings.Cut(rest, " ")
+				levels = append(levels, lvl)
+			}
+		}
+	}
+	if got := strings.Join(levels, " "); got != "DEBUG DEBUG INFO" {
+		t.Fatalf("levels of the three failures: %s, want DEBUG DEBUG INFO\n%s", got, w.logs)
 	}
 }

@@ -174,6 +174,15 @@ type Config struct {
 	NoMotd bool
 	// NoLastLog does not print the last login (PrintLastLog no).
 	NoLastLog bool
+	// LoginMessages are printed first at interactive logins, under the
+	// same ~/.hushlogin rule as the last login and the motd: the texts
+	// PAM's session modules showed (pam_motd), as OpenSSH prints them.
+	LoginMessages string `json:",omitempty"`
+	// Nologin refuses the sessions of users other than root while
+	// /etc/nologin exists, showing its text and ending them with status
+	// 254, as OpenSSH does without PAM (with UsePAM, pam_nologin in the
+	// account stack refuses the login itself).
+	Nologin bool
 	// Umask is the file-creation mask of session programs and
 	// internal-sftp (unless -u); nil reads UMASK from /etc/login.defs
 	// (022 when absent). A PAM module that sets one (pam_umask) should be

@@ -54,7 +54,8 @@ const maxMotd = 64 << 10
 var motdPath = "/etc/motd"
 
 // loginMessages is what an interactive login prints before the shell
-// runs, as OpenSSH's do_login: the last login, then /etc/motd, unless
+// runs, as OpenSSH's do_login: Config.LoginMessages (PAM's), the last
+// login, then /etc/motd, unless
 // ~/.hushlogin exists; newlines become CRLF, as the terminal would show
 // them.
 func (s *session) loginMessages(a *account, last LastLogin) []byte {
@@ -62,6 +63,7 @@ func (s *session) loginMessages(a *account, last LastLogin) []byte {
 		return nil
 	}
 	var b bytes.Buffer
+	b.Write(crlf([]byte(s.m.cfg.LoginMessages)))
 	if !s.m.cfg.NoLastLog && !last.Time.IsZero() {
 		b.WriteString("Last login: " + last.Time.Local().Format("Mon Jan _2 15:04:05 2006"))
 		if last.Host != "" {
@@ -73,10 +75,15 @@ func (s *session) loginMessages(a *account, last LastLogin) []byte {
 		if f, err := os.Open(motdPath); err == nil {
 			motd, _ := io.ReadAll(io.LimitReader(f, maxMotd))
 			f.Close()
-			b.Write(bytes.ReplaceAll(bytes.ReplaceAll(motd, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n")))
+			b.Write(crlf(motd))
 		}
 	}
 	return b.Bytes()
+}
+
+// crlf ends the lines of text with CRLF, as a terminal shows them.
+func crlf(text []byte) []byte {
+	return bytes.ReplaceAll(bytes.ReplaceAll(text, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
 }
 
 // recordLogin writes the login record of a pty session that started,

@@ -225,6 +225,11 @@ func (s *session) run(req, cmd string, subsystem bool) error {
 		return err
 	}
 	s.c.sessionStarted(timeoutName(req, s.subsystemName))
+	if s.m.cfg.Nologin {
+		if refused, err := s.nologin(); refused || err != nil {
+			return err
+		}
+	}
 	var orig *string
 	if fc := s.forcedCommand(); fc != "" {
 		if req != "shell" {

@@ -321,6 +321,7 @@ func MarshalDecision(dec *auth.Decision) []byte {
 	}
 	b = wire.AppendString(b, cause)
 	b = wire.AppendString(b, dec.Banner)
+	b = wire.AppendBool(b, dec.InvalidUser)
 	if dec.Verdict == auth.InfoRequest && dec.Info != nil {
 		b = wire.AppendString(b, dec.Info.Name)
 		b = wire.AppendString(b, dec.Info.Instruction)
@@ -345,6 +346,7 @@ func ParseDecision(p []byte) (*auth.Decision, error) {
 		dec.Err = errors.New(cause)
 	}
 	dec.Banner = d.string("banner", maxBanner)
+	dec.InvalidUser = d.boolean("invalid user")
 	if dec.Verdict == auth.InfoRequest {
 		dec.Info = parseChallenge(d)
 	}

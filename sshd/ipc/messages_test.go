@@ -53,6 +53,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 func TestDecisionRoundTrip(t *testing.T) {
 	for _, d := range []*auth.Decision{
 		{Verdict: auth.Failure, Methods: []string{"publickey", "password"}, Partial: true},
+		{Verdict: auth.Failure, Methods: []string{"password"}, InvalidUser: true},
 		{Verdict: auth.KeyOK},
 		{Verdict: auth.Disconnect, Reason: 14, Message: "too many", Err: errors.New("cause")},
 	} {
@@ -61,7 +62,7 @@ func TestDecisionRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Verdict != d.Verdict || !reflect.DeepEqual(got.Methods, d.Methods) || got.Partial != d.Partial ||
-			got.Reason != d.Reason || got.Message != d.Message || (got.Err == nil) != (d.Err == nil) {
+			got.InvalidUser != d.InvalidUser || got.Reason != d.Reason || got.Message != d.Message || (got.Err == nil) != (d.Err == nil) {
 			t.Fatalf("decoded %+v, want %+v", got, d)
 		}
 	}

@@ -129,7 +129,9 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 	defer sock.Close()
 	files := []*os.File{sock}
 	var ctl *os.File
+	role := c.role
 	if c.keeper != nil { // fd 3: the keeper's socket; fd 4: the post-auth process's
+		role = ipc.RoleSession // what the program runs first; the monitor talks to the post-auth process
 		var kc *os.File
 		if ctl, kc, err = ipc.Pair(); err != nil {
 			parent.Close()
@@ -139,7 +141,7 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 		files = []*os.File{kc, sock}
 	}
 	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: files,
-		Env:         append([]string{ipc.RoleEnv + "=" + c.role}, env...),
+		Env:         append([]string{ipc.RoleEnv + "=" + role}, env...),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // it drops to cfg.Identity itself
 	// No Pdeathsig: it fires when the forking OS thread ends, and the
 	// monitor retires threads (sandbox.OpenAs). A worker ends when its

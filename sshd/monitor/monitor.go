@@ -39,6 +39,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"sync"
@@ -56,6 +57,7 @@ import (
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/sandbox"
+	"github.com/offload/offload/sshd/sshlog"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -332,7 +334,9 @@ func (m *Monitor) graceExceeded(c *mconn) {
 	if ph != phasePreauth && ph != phaseAuthed {
 		return
 	}
-	m.log.Info("monitor: LoginGraceTime exceeded", "conn", c.id, "remote", c.remote.String())
+	ap, _ := netip.ParseAddrPort(c.remote.String())
+	m.log.Info(fmt.Sprintf("Timeout before authentication for %s port %d", ap.Addr().Unmap(), ap.Port()), sshlog.Worded(),
+		"conn", c.id, "remote", c.remote.String())
 	owner.peer.Notify(ipc.TypeCloseConn, (&ipc.CloseConn{ConnID: c.id, Reason: "login grace time exceeded"}).Marshal())
 	m.finish(c, ipc.OutcomeGrace, nil)
 }

@@ -137,8 +137,7 @@ func (m *Monitor) postFor(conn *mconn) (*child, error) {
 	if fresh {
 		p = newChild(m, ipc.RolePostauth, "offload-sshd: "+conn.user)
 		p.key, p.user, p.chroot = key, conn.user, chroot
-		if ps != nil {
-			p.role = ipc.RoleSession
+		if ps != nil { // started by a session keeper, still the post-auth process for the monitor
 			p.keeper = &ipc.ChildConfig{User: conn.user, LogLevel: m.cfg.LogLevel, PAM: ps}
 		}
 		m.post[key] = p
@@ -249,7 +248,11 @@ func (m *Monitor) maybeIdle(p *child) {
 	if p.idle != nil {
 		p.idle.Stop()
 	}
-	p.idle = time.AfterFunc(max(m.linger, 0), func() { m.idleExpired(p) })
+	linger := max(m.linger, 0)
+	if m.cfg.PerConnection {
+		linger = 0 // its key names one connection: no other will come
+	}
+	p.idle = time.AfterFunc(linger, func() { m.idleExpired(p) })
 }
 
 func (m *Monitor) idleExpired(p *child) {

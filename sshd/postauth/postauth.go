@@ -27,12 +27,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"runtime/debug"
 	"sync"
 
+	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
@@ -95,6 +97,8 @@ type process struct {
 
 	reporter *ipc.MetricsReporter // nil without metrics
 	pamEnv   []string             // from the PAM session keeper, for every session
+	pamUmask *fs.FileMode         // from the keeper when a session module set one
+	pamMsgs  string               // the session modules' texts (pam_motd), from the keeper
 	account  *connection.Account  // resolved before a chroot, for every session
 }
 
@@ -117,7 +121,7 @@ func newProcess(child *ipc.Child, acct *connection.Account) (*process, error) {
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv(), account: acct}
+		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv(), pamUmask: pamUmask(), pamMsgs: pamMessages(), account: acct}
 	metrics, reporter := child.Metrics()
 	p.reporter = reporter
 	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
@@ -230,6 +234,12 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		cfg.Account = p.account
 	}
 	cfg.SetEnv = append(p.pamEnv, cfg.SetEnv...) // the PAM session's, then the configuration's
+	if p.pamUmask != nil && cfg.Umask == nil {
+		cfg.Umask = p.pamUmask // pam_umask's, as a session under OpenSSH inherits it
+	}
+	if cfg.LoginMessages == "" {
+		cfg.LoginMessages = p.pamMsgs
+	}
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}
@@ -240,7 +250,9 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 	p.track(a.ConnID, tc)
 	defer p.untrack(a.ConnID)
 	ctx := connection.WithAddrs(p.ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
-	return connection.Serve(ctx, tc, perms, connection.ForClient(cfg, tc.ClientVersion()))
+	err = connection.Serve(ctx, tc, perms, connection.ForClient(cfg, tc.ClientVersion()))
+	auth.LogSessionEnd(log, tc.RemoteAddr(), perms.User, err)
+	return err
 }
 
 func decodeAdopt(a *ipc.Adopt) (*perm.Permissions, *connection.Config, *transport.State, error) {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +27,19 @@ import (
 // pamEnvVar carries the PAM environment from the keeper to the post-auth
 // process, which gives it to every session.
 const pamEnvVar = "OFFLOAD_SSHD_PAM_ENV"
+
+// pamUmaskVar carries the file-creation mask a session module set
+// (pam_umask) from the keeper to the post-auth process, for its sessions.
+const pamUmaskVar = "OFFLOAD_SSHD_PAM_UMASK"
+
+// pamMsgVar carries the texts the session modules showed (pam_motd's
+// message of the day) from the keeper to the post-auth process, which
+// prints them at interactive logins, as OpenSSH's login messages.
+const pamMsgVar = "OFFLOAD_SSHD_PAM_MSG"
+
+// maxPAMMessages bounds those texts (an environment string may hold
+// 128 KiB).
+const maxPAMMessages = 32 << 10
 
 // keeperTimeout bounds each PAM call of the keeper (no conversation runs:
 // session modules that would ask are answered with nothing).
@@ -74,11 +90,20 @@ func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
 		logf("PAM session: setcred", err)
 		return 1
 	}
-	if err := h.OpenSession(ctx, nil); err != nil {
+	before := currentUmask()
+	var shown strings.Builder
+	if err := h.OpenSession(ctx, collectTexts(&shown)); err != nil {
 		logf("PAM session: open", err)
 		return 1
 	}
-	code := runPostauth(h, logf)
+	var env []string
+	if shown.Len() > 0 {
+		env = append(env, pamMsgVar+"="+shown.String())
+	}
+	if after := currentUmask(); after != before { // pam_umask set one
+		env = append(env, fmt.Sprintf("%s=%04o", pamUmaskVar, after))
+	}
+	code := runPostauth(h, env, logf)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), keeperTimeout)
 	defer cancel2()
 	if err := h.CloseSession(ctx2, nil); err != nil {
@@ -91,8 +116,8 @@ func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
 // runPostauth starts the post-auth process proper on fd 4, with the PAM
 // environment, and waits for it. It runs on the main thread, so the
 // child inherits what the session set on it.
-func runPostauth(h *pam.Handle, logf func(string, error)) int {
-	env := []string{ipc.RoleEnv + "=" + ipc.RolePostauth, "PATH=/usr/local/bin:/usr/bin:/bin"}
+func runPostauth(h *pam.Handle, extra []string, logf func(string, error)) int {
+	env := append([]string{ipc.RoleEnv + "=" + ipc.RolePostauth, "PATH=/usr/local/bin:/usr/bin:/bin"}, extra...)
 	if penv, err := h.Env(); err == nil && len(penv) > 0 {
 		env = append(env, pamEnvVar+"="+encodeEnv(penv))
 	}
@@ -142,4 +167,51 @@ func pamEnv() []string {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// currentUmask reads the process's file-creation mask (setting it back).
+func currentUmask() int {
+	m := syscall.Umask(0o077)
+	syscall.Umask(m)
+	return m
+}
+
+// pamUmask is the mask the keeper passed (nil when none).
+func pamUmask() *fs.FileMode {
+	v := os.Getenv(pamUmaskVar)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o777 {
+		return nil
+	}
+	m := fs.FileMode(n)
+	return &m
+}
+
+// collectTexts is the keeper's conversation: texts are kept (up to
+// maxPAMMessages, each ending in a newline) for the user's logins;
+// prompts are answered with nothing, since no client is there to ask.
+func collectTexts(b *strings.Builder) pam.Conversation {
+	return func(_ context.Context, m pam.Message) (string, error) {
+		if m.Style.IsPrompt() || b.Len()+len(m.Text)+1 > maxPAMMessages {
+			return "", nil
+		}
+		text := strings.ToValidUTF8(strings.ReplaceAll(m.Text, "\x00", ""), "?")
+		b.WriteString(text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteString("\n")
+		}
+		return "", nil
+	}
+}
+
+// pamMessages is what the keeper passed ("" when none).
+func pamMessages() string {
+	v := os.Getenv(pamMsgVar)
+	if len(v) > maxPAMMessages {
+		return ""
+	}
+	return v
 }

@@ -3,10 +3,13 @@ package auth_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -30,31 +33,85 @@ func passwordLogin(t *testing.T, f *fixture, sshpass, port, name, password strin
 	return cmd.Run() == nil
 }
 
-// fail2banFailures runs the stock sshd filter over a log file and
-// returns the failures it records (fail2ban-regex -o row prints one row
-// per failure; lines it matches as no-failure, such as "Accepted" or
-// "Connection closed", print none).
-func fail2banFailures(t *testing.T, regex, path string) []string {
+// tooManyPasswords tries a wrong password four times on one connection
+// (SSH_ASKPASS answers each prompt), more than MaxAuthTries 3 allows.
+func tooManyPasswords(t *testing.T, f *fixture, port, name string) {
 	t.Helper()
-	out, err := exec.Command(regex, "-o", "row", path, "sshd").CombinedOutput()
+	ask := askpass(t, f.dir, "wrong-pw", "000000")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, f.ssh, sshArgs(port, name, "-o", "PreferredAuthentications=password",
+		"-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=4")...)
+	cmd.Env = append(os.Environ(), "SSH_ASKPASS="+ask, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=:0")
+	if err := cmd.Run(); err == nil {
+		t.Fatal("a wrong password logged in")
+	}
+}
+
+// fail2banFailures runs the stock sshd filter in a mode (normal, ddos,
+// extra, aggressive) over a log file and returns the users of the
+// failures it records, sorted (fail2ban-regex -o row prints one row per
+// failure; lines it matches as no-failure, such as "Accepted", print
+// none).
+func fail2banFailures(t *testing.T, regex, path, mode string) []string {
+	t.Helper()
+	out, err := exec.Command(regex, "-o", "row", path, "sshd[mode="+mode+"]").CombinedOutput()
 	if err != nil {
 		t.Fatalf("fail2ban-regex: %v\n%s", err, out)
 	}
 	var rows []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "['") {
-			rows = append(rows, l)
+			user := "?"
+			if m := rowUser.FindStringSubmatch(l); m != nil {
+				user = m[1]
+			}
+			rows = append(rows, user)
 		}
 	}
+	sort.Strings(rows)
 	return rows
 }
 
+var rowUser = regexp.MustCompile(`'user': '([^']*)'`)
+
+// sameLines are OpenSSH's lines that offload's log must hold as often as
+// OpenSSH's for the same logins.
+var sameLines = []*regexp.Regexp{
+	regexp.MustCompile(`(?m)Failed password for \S+ from 127\.0\.0\.1 port \d+ ssh2\r?$`),
+	regexp.MustCompile(`(?m)Failed password for invalid user \S+ from 127\.0\.0\.1 port \d+ ssh2\r?$`),
+	regexp.MustCompile(`(?m)Invalid user \S+ from 127\.0\.0\.1 port \d+\r?$`),
+	regexp.MustCompile(`(?m)User \S+ from 127\.0\.0\.1 not allowed because listed in DenyUsers\r?$`),
+	regexp.MustCompile(`(?m)Connection closed by authenticating user \S+ 127\.0\.0\.1 port \d+ \[preauth\]\r?$`),
+	regexp.MustCompile(`(?m)Connection closed by invalid user \S+ 127\.0\.0\.1 port \d+ \[preauth\]\r?$`),
+	regexp.MustCompile(`(?m)maximum authentication attempts exceeded for \S+ from 127\.0\.0\.1 port \d+ ssh2 \[preauth\]\r?$`),
+	regexp.MustCompile(`(?m)Disconnecting authenticating user \S+ 127\.0\.0\.1 port \d+: Too many authentication failures \[preauth\]\r?$`),
+	regexp.MustCompile(`(?m)Accepted password for \S+ from 127\.0\.0\.1 port \d+ ssh2\r?$`),
+	regexp.MustCompile(`(?m)Received disconnect from 127\.0\.0\.1 port \d+:11: disconnected by user\r?$`),
+	regexp.MustCompile(`(?m)Disconnected from user \S+ 127\.0\.0\.1 port \d+\r?$`),
+}
+
+// syslogPrefixed gives each line of log the prefix rsyslog writes and
+// journalctl prints ("Dec  4 16:40:00 testhost sshd[4242]: "), as for a
+// program whose stderr journald reads under the identifier sshd.
+func syslogPrefixed(log string, pid int) []byte {
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		fmt.Fprintf(&b, "%s testhost sshd[%d]: %s\n", time.Now().Format(time.Stamp), pid, line)
+	}
+	return b.Bytes()
+}
+
 // TestFail2banSeesWhatItSeesInOpenSSH runs one sequence of logins — wrong
-// passwords, an invalid user, a user in DenyUsers, a wrong key, a right
-// password — against OpenSSH's sshd and against offload, and runs
-// fail2ban's stock sshd filter over both logs: it must count the same
-// failures in offload's (sshlog's syslog format, as -E writes it) as in
-// OpenSSH's (given the syslog prefix journald or rsyslog would add).
+// passwords, an invalid user, a user in DenyUsers, a wrong key, too many
+// wrong passwords on one connection, a right password — against
+// OpenSSH's sshd and against offload, and runs fail2ban's stock sshd
+// filter in each of its modes over both logs: it must record the same
+// failures, user by user, in offload's as in OpenSSH's (given the syslog
+// prefix journald or rsyslog adds). offload runs as the real program,
+// with privilege separation and without, its log written with -E and to
+// a stderr that journald would read (JOURNAL_STREAM set), and as the
+// server in this process with sshlog's syslog format.
 func TestFail2banSeesWhatItSeesInOpenSSH(t *testing.T) {
 	testenv.Root(t)
 	sshpass := testenv.LookPath(t, "sshpass", "Debian package sshpass")
@@ -73,38 +130,66 @@ func TestFail2banSeesWhatItSeesInOpenSSH(t *testing.T) {
 		passwordLogin(t, f, sshpass, port, "oftnosuchuser", "whatever")
 		passwordLogin(t, f, sshpass, port, denied.Username, "right-pw-2")
 		outcome(t, f, port, good.Username, stranger)
+		tooManyPasswords(t, f, port, good.Username)
 		if !passwordLogin(t, f, sshpass, port, good.Username, "right-pw-1") {
 			t.Fatal("the right password did not log in")
 		}
+		time.Sleep(300 * time.Millisecond) // let the server write its last lines
 	}
+	settings := []string{"LogLevel INFO", "UsePAM no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no",
+		"MaxAuthTries 3", "DenyUsers " + denied.Username}
 
-	oport, olog := openSSHD(t, f, "LogLevel INFO", "UsePAM no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no", "DenyUsers "+denied.Username)
+	oport, olog := openSSHD(t, f, settings...)
 	sequence(oport)
-	time.Sleep(200 * time.Millisecond) // let sshd write its last lines
-	var prefixed bytes.Buffer
-	for _, line := range strings.Split(strings.TrimSpace(olog.String()), "\n") {
-		prefixed.WriteString(time.Now().Format(time.Stamp) + " testhost sshd[4242]: " + line + "\n")
-	}
 	opath := filepath.Join(f.dir, "openssh.log")
-	os.WriteFile(opath, prefixed.Bytes(), 0o600)
+	os.WriteFile(opath, syslogPrefixed(olog.String(), 4242), 0o600)
 
-	fpath := filepath.Join(f.dir, "offload.log")
+	logs := map[string]string{}
+	for _, sep := range []string{"yes", "no"} {
+		path := filepath.Join(f.dir, "offload-E-"+sep+".log")
+		d := startOffloadDaemon(t, f, []string{"-E", path}, nil, append(settings, "PrivilegeSeparation "+sep)...)
+		sequence(d.port)
+		logs["-E, PrivilegeSeparation "+sep] = path
+	}
+	d := startOffloadDaemon(t, f, nil, []string{"JOURNAL_STREAM=8:4242"}, settings...)
+	sequence(d.port)
+	jpath := filepath.Join(f.dir, "offload-journal.log")
+	os.WriteFile(jpath, syslogPrefixed(d.stderr.String(), d.pid), 0o600)
+	logs["stderr under journald"] = jpath
+
+	fpath := filepath.Join(f.dir, "offload-inprocess.log")
 	lf, err := os.Create(fpath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lf.Close()
-	a := &auth.Config{PasswordAuthentication: true, DenyUsers: []string{denied.Username},
+	a := &auth.Config{PasswordAuthentication: true, DenyUsers: []string{denied.Username}, MaxAuthTries: 3,
 		Logger: slog.New(sshlog.NewHandler(lf, &sshlog.Options{Format: sshlog.Syslog, Host: "testhost"}))}
 	fport, _ := offloadSSHD(t, a)
 	sequence(fport)
+	logs["in-process server"] = fpath
 
-	want, got := len(fail2banFailures(t, regex, opath)), len(fail2banFailures(t, regex, fpath))
-	t.Logf("fail2ban's sshd filter: %d failures in OpenSSH's log, %d in offload's", want, got)
-	if want < 7 || got != want {
-		t.Logf("OpenSSH rows:\n%s\noffload rows:\n%s", strings.Join(fail2banFailures(t, regex, opath), "\n"), strings.Join(fail2banFailures(t, regex, fpath), "\n"))
-		off, _ := os.ReadFile(fpath)
-		os.WriteFile("/tmp/offload-f2b.log", off, 0o600)
-		t.Fatalf("fail2ban found %d failures in offload's log, %d in OpenSSH's\nOpenSSH:\n%s\noffload:\n%s", got, want, prefixed.String(), off)
+	for name, path := range logs {
+		b, _ := os.ReadFile(path)
+		for _, re := range sameLines {
+			if want, got := len(re.FindAllString(olog.String(), -1)), len(re.FindAll(b, -1)); got != want {
+				t.Errorf("%s: %d lines match %s, %d in OpenSSH's log\noffload:\n%s", name, got, re, want, b)
+			}
+		}
+	}
+	for _, mode := range []string{"normal", "ddos", "extra", "aggressive"} {
+		want := fail2banFailures(t, regex, opath, mode)
+		if mode == "normal" && len(want) < 10 {
+			t.Fatalf("fail2ban found only %d failures in OpenSSH's log:\n%s", len(want), olog)
+		}
+		for name, path := range logs {
+			got := fail2banFailures(t, regex, path, mode)
+			t.Logf("mode %s, %s: %d failures (OpenSSH %d)", mode, name, len(got), len(want))
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				b, _ := os.ReadFile(path)
+				t.Errorf("mode %s, %s: fail2ban records failures of\n%v\nin offload's log, of\n%v\nin OpenSSH's\nOpenSSH:\n%s\noffload:\n%s",
+					mode, name, got, want, olog, b)
+			}
+		}
 	}
 }

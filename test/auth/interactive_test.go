@@ -125,7 +125,8 @@ func TestAuthenticationMethodsWithOpenSSH(t *testing.T) {
 }
 
 // paramiko's auth_password and auth_interactive against the shadow
-// database (no PAM).
+// database (no PAM), in process, and through offload sshd (privilege
+// separation) with and without PAM (Debian's /etc/pam.d/sshd).
 func TestPasswordAndKbdIntWithParamiko(t *testing.T) {
 	testenv.Root(t)
 	py := testenv.LookPath(t, "/usr/bin/python3", "Debian package python3")
@@ -134,7 +135,12 @@ func TestPasswordAndKbdIntWithParamiko(t *testing.T) {
 	}
 	f := newFixture(t)
 	u := newAccountUser(t, f, "p@ss word")
-	port, logs := offloadSSHD(t, &auth.Config{PasswordAuthentication: true, KbdInteractiveAuthentication: true})
+	ports, logs := map[string]string{}, map[string]fmt.Stringer{}
+	ports["in-process"], logs["in-process"] = offloadSSHD(t, &auth.Config{PasswordAuthentication: true, KbdInteractiveAuthentication: true})
+	for _, usePAM := range []string{"no", "yes"} {
+		d := startOffloadDaemon(t, f, nil, nil, "PasswordAuthentication yes", "KbdInteractiveAuthentication yes", "UsePAM "+usePAM)
+		ports["offload sshd, UsePAM "+usePAM], logs["offload sshd, UsePAM "+usePAM] = d.port, d.stderr
+	}
 	prog := `
 import os, sys, paramiko
 def attempt(mode, pw):
@@ -153,11 +159,13 @@ def attempt(mode, pw):
 print(attempt("password", os.environ["PW"]), attempt("password", "nope"),
       attempt("interactive", os.environ["PW"]), attempt("interactive", "nope"))
 `
-	cmd := exec.Command(py, "-c", prog)
-	cmd.Env = append(os.Environ(), "PORT="+port, "USERNAME="+u.Username, "PW=p@ss word")
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "True False True False" {
-		t.Fatalf("paramiko: %v\n%s\n%s", err, out, logs)
+	for name, port := range ports {
+		cmd := exec.Command(py, "-c", prog)
+		cmd.Env = append(os.Environ(), "PORT="+port, "USERNAME="+u.Username, "PW=p@ss word")
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "True False True False" {
+			t.Errorf("%s: paramiko: %v\n%s\n%s", name, err, out, logs[name])
+		}
 	}
 }
 
@@ -177,12 +185,24 @@ func TestExpiredPasswordChangeOverKbdInt(t *testing.T) {
 	os.WriteFile(path, []byte("auth required pam_unix.so nodelay\naccount required pam_unix.so\npassword required pam_unix.so yescrypt\nsession required pam_unix.so\n"), 0o644)
 	t.Cleanup(func() { os.Remove(path) })
 	port, logs := offloadSSHD(t, &auth.Config{UsePAM: true, PAM: pam.Config{Service: name}, KbdInteractiveAuthentication: true})
-	ask := filepath.Join(f.dir, "askpass-change")
-	os.WriteFile(ask, []byte("#!/bin/sh\ncase \"$1\" in *New*|*new*) echo 'new-Secret-2' ;; *) echo 'old-Secret-1' ;; esac\n"), 0o700)
+	changeAndLogIn(t, f, u, port, "old-Secret-1", "new-Secret-2", logs)
+	// the same through offload sshd, where the monitor runs PAM's
+	// password stack and the worker carries the prompts
+	testenv.Run(t, "chage", "-d", "0", u.Username)
+	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+name, "KbdInteractiveAuthentication yes")
+	changeAndLogIn(t, f, u, d.port, "new-Secret-2", "new-Secret-3", d.stderr)
+}
+
+// changeAndLogIn logs u in over keyboard-interactive changing its expired
+// password from old to new, then logs in with new.
+func changeAndLogIn(t *testing.T, f *fixture, u *accountUser, port, old, new string, logs fmt.Stringer) {
+	t.Helper()
+	ask := filepath.Join(f.dir, "askpass-change-"+new)
+	os.WriteFile(ask, []byte("#!/bin/sh\ncase \"$1\" in *New*|*new*) echo '"+new+"' ;; *) echo '"+old+"' ;; esac\n"), 0o700)
 	if ok, out := interactiveLogin(t, f, port, u.Username, ask, "keyboard-interactive"); !ok {
 		t.Fatalf("login with a password change: %s\n%s", out, logs)
 	}
-	ask2 := askpass(t, f.dir, "new-Secret-2", "none")
+	ask2 := askpass(t, f.dir, new, "none")
 	if ok, out := interactiveLogin(t, f, port, u.Username, ask2, "keyboard-interactive"); !ok {
 		t.Fatalf("login with the new password: %s\n%s", out, logs)
 	}

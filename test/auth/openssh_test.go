@@ -30,6 +30,13 @@ type fixture struct {
 	t         *testing.T
 	ssh, gen  string
 	dir, user string
+	wrap      []string // a command the servers run under (unshare, say)
+}
+
+// command is name with args, under f.wrap when set.
+func (f *fixture) command(name string, args ...string) *exec.Cmd {
+	argv := append(append(append([]string(nil), f.wrap...), name), args...)
+	return exec.Command(argv[0], argv[1:]...)
 }
 
 func newFixture(t *testing.T) *fixture {

@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"net"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/offload/offload/internal/sshtest"
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
@@ -81,5 +83,105 @@ func TestPenaltyRefusesFailingSource(t *testing.T) {
 	p := tracker.Penalties()
 	if len(p) != 1 || p[0].Network.String() != "127.0.0.2/32" || !p[0].Active {
 		t.Errorf("penalties %+v", p)
+	}
+}
+
+// The real program, under privilege separation (the monitor keeps the
+// penalties): a source that fails authentication is refused while another
+// logs in, and one source holding stalled connections beyond
+// PerSourceMaxStartups does not stop another's login (the issue's ~90
+// stalled connections that locked every login out).
+func TestPenaltyDaemon(t *testing.T) {
+	testenv.Root(t)
+	f := newFixture(t)
+	u := newAccountUser(t, f, "pw-penalty-1")
+	stranger := f.keygen("stranger", "ed25519")
+	d := startOffloadDaemon(t, f, nil, nil, "PerSourcePenalties authfail:20s min:1s", "PerSourceMaxStartups 5",
+		"MaxStartups 200", "LogLevel VERBOSE")
+	from := func(src, key string) (int, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, f.ssh, append([]string{"-b", src, "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"},
+			sshArgs(d.port, u.Username)...)...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		return 0, string(out)
+	}
+	// stalled connections from 127.0.0.4: they never send a byte
+	var stalled []net.Conn
+	defer func() {
+		for _, c := range stalled {
+			c.Close()
+		}
+	}()
+	dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 4)}, Timeout: 5 * time.Second}
+	for i := 0; i < 90; i++ {
+		c, err := dialer.Dial("tcp", "127.0.0.1:"+d.port)
+		if err != nil {
+			t.Fatalf("stalled connection %d: %v", i, err)
+		}
+		stalled = append(stalled, c)
+	}
+	if code, out := from("127.0.0.3", u.key); code != 0 {
+		t.Fatalf("a login beside 90 stalled connections of another source: exit %d: %s\n%s", code, out, d.stderr)
+	}
+	dropped := regexp.MustCompile(`drop connection #\d+ from \[127\.0\.0\.4\]:\d+ on \[127\.0\.0\.1\]:\d+ PerSourceMaxStartups`)
+	if n := len(dropped.FindAllString(d.stderr.String(), -1)); n != 85 {
+		t.Errorf("%d of 90 stalled connections dropped past PerSourceMaxStartups 5, want 85:\n%s", n, d.stderr)
+	}
+
+	if code, out := from("127.0.0.2", stranger); code != 255 || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("wrong key from 127.0.0.2: exit %d: %s", code, out)
+	}
+	deadline := time.Now().Add(5 * time.Second) // the penalty lands when the server sees the close
+	for !strings.Contains(d.stderr.String(), "127.0.0.2/32: activating") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out := from("127.0.0.2", u.key); code == 0 {
+		t.Fatalf("the penalised source logged in: %s\n%s", out, d.stderr)
+	}
+	if code, out := from("127.0.0.3", u.key); code != 0 {
+		t.Fatalf("another source was refused: exit %d: %s\n%s", code, out, d.stderr)
+	}
+	if !strings.Contains(d.stderr.String(), "penalty: failed authentication") {
+		t.Errorf("log:\n%s", d.stderr)
+	}
+}
+
+// RefuseConnection in a Match block penalises the source it refuses
+// (OpenSSH 10's refuseconnection penalty): its next connection is dropped
+// at accept, in OpenSSH's words, while another source logs in.
+func TestPenaltyRefuseConnection(t *testing.T) {
+	testenv.Root(t)
+	f := newFixture(t)
+	u := newAccountUser(t, f, "pw-refuse-1")
+	d := startOffloadDaemon(t, f, nil, nil, "PerSourcePenalties refuseconnection:20s min:1s", "LogLevel DEBUG",
+		"Match Address 127.0.0.5", "RefuseConnection yes")
+	from := func(src string) string {
+		return runOutcome(t, nil, f.ssh, append([]string{"-b", src, "-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"},
+			sshArgs(d.port, u.Username)...)...)
+	}
+	if got := from("127.0.0.5"); got == "ok" {
+		t.Fatalf("RefuseConnection let 127.0.0.5 in")
+	}
+	active := regexp.MustCompile(`127\.0\.0\.5/32.* penalty of .* penalty: connection prohibited by RefuseConnection`)
+	deadline := time.Now().Add(5 * time.Second)
+	for !active.MatchString(d.stderr.String()) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !active.MatchString(d.stderr.String()) {
+		t.Fatalf("no refuseconnection penalty:\n%s", d.stderr)
+	}
+	if got := from("127.0.0.5"); got == "ok" {
+		t.Fatal("the penalised source logged in")
+	}
+	drop := regexp.MustCompile(`drop connection #\d+ from \[127\.0\.0\.5\]:\d+ on \[127\.0\.0\.1\]:\d+ penalty: connection prohibited by RefuseConnection`)
+	if !drop.MatchString(d.stderr.String()) {
+		t.Errorf("the second connection was not dropped at accept:\n%s", d.stderr)
+	}
+	if got := from("127.0.0.3"); got != "ok" {
+		t.Fatalf("another source: %s\n%s", got, d.stderr)
 	}
 }

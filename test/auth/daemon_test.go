@@ -1,0 +1,104 @@
+package auth_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offload/offload/internal/sshtest"
+	"github.com/offload/offload/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// offloadBinary builds cmd/offload once for the package's tests, in a
+// directory only root may enter (the server's children start all the
+// same, as with an install under umask 077).
+func offloadBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "auth-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		os.Chmod(dir, 0o700)
+		binary = filepath.Join(dir, "offload")
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/offload/offload/cmd/offload").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// daemon is a running `offload sshd` (the real program, privilege
+// separation as configured: on by default).
+type daemon struct {
+	port   string
+	pid    int
+	stderr *sshtest.LogBuffer
+}
+
+// startOffloadDaemon runs offload sshd as root on 127.0.0.1 with the
+// configuration lines given, before a host key, the port and PidFile
+// defaults; flags are added to the command line (-E file, say) and env
+// to its environment. Penalties are off unless lines set them: OpenSSH
+// 9.2, which the tests compare with, has none.
+func startOffloadDaemon(t *testing.T, f *fixture, flags, env []string, lines ...string) *daemon {
+	t.Helper()
+	testenv.Root(t)
+	bin := offloadBinary(t)
+	hostKey := filepath.Join(f.dir, "ssh_host_ed25519_key")
+	if _, err := os.Stat(hostKey); err != nil {
+		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
+	}
+	port := freePort(t)
+	// lines first (the first setting of a keyword wins), but a Match
+	// block and what follows it last
+	var match []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Match ") {
+			lines, match = lines[:i], lines[i:]
+			break
+		}
+	}
+	cfg := append(append([]string(nil), lines...), "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey,
+		"AuthorizedKeysFile .ssh/authorized_keys", "PerSourcePenalties no", "CalibrationCache none")
+	cfg = append(cfg, match...)
+	path := filepath.Join(f.dir, "offload_config."+port)
+	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
+	d := &daemon{port: port, stderr: &sshtest.LogBuffer{}}
+	cmd := f.command(bin, append([]string{"sshd", "-f", path, "-shutdown-timeout", "2s"}, flags...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.pid = cmd.Process.Pid
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	waitPort(t, port, d.stderr)
+	return d
+}
