@@ -3,7 +3,6 @@ package connection
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -16,8 +15,13 @@ import (
 // queues its whole window in one buffer and pays for compacting it (see
 // client.go). So, as HPN-SSH does for its own client, the window starts
 // where it is and grows only when the window is what limits the client:
-// when the program consumed at least three quarters of the window within
-// one round trip, the window doubles, up to Config.WindowMax.
+// when, over at least two round trips, the program consumed half a
+// window per round trip on average (the window is given back in halves,
+// so a client it limits sends between a half and a whole window a round
+// trip), the window doubles, up to Config.WindowMax, and while a window
+// allows less than maxWindowRate. The average matters: data that waited
+// in a pipe reaches the program in bursts far faster than the path
+// carries it.
 //
 // The round trip is measured at the SSH layer, where the window is used
 // — a proxy or a tunnel in the path counts, which TCP's own estimate of
@@ -26,17 +30,19 @@ import (
 // it does not know the name). Replies to global requests come in the
 // order of the requests (RFC 4254 section 4), so the answers to
 // ClientAliveInterval's probes are timed the same way.
-
-// rttStale is how old a round-trip measurement may get while a channel
-// still tunes its window by it.
-const rttStale = 5 * time.Second
+//
+// During an upload the client's answer waits behind the data it has
+// queued, up to a window of it, so a sample taken then measures the
+// queue, not the path: on loopback it would say milliseconds and let the
+// window grow for nothing. The first probe therefore goes out when the
+// connection layer starts, before any channel carries data, and the
+// smallest sample is the one used.
 
 // roundTrip times the peer's answers to our global requests.
 type roundTrip struct {
 	mu   sync.Mutex
 	sent []int64      // when each unanswered request went out, oldest first
-	last atomic.Int64 // the last round trip measured, ns; 0 before one
-	at   atomic.Int64 // when it was measured, unix ns
+	last atomic.Int64 // the smallest round trip measured, ns; 0 before one
 }
 
 // requested notes a want-reply global request sent at now.
@@ -57,22 +63,31 @@ func (r *roundTrip) answered(now int64) {
 	d := now - r.sent[0]
 	r.sent = r.sent[1:]
 	if d > 0 {
-		r.last.Store(d)
-		r.at.Store(now)
+		if old := r.last.Load(); old == 0 || d < old {
+			r.last.Store(d)
+		}
 	}
 }
 
-// due says whether a new measurement is wanted at now: none is recent
-// and none is under way.
-func (r *roundTrip) due(now int64) bool {
+// due says whether a measurement is wanted: there is none yet and none
+// under way (the first probe went unanswered, or was never sent).
+func (r *roundTrip) due() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.sent) == 0 && now-r.at.Load() > int64(rttStale)
+	return len(r.sent) == 0 && r.last.Load() == 0
+}
+
+// startRoundTrip measures the round trip once while the connection is
+// quiet, when a window may grow.
+func (m *mux) startRoundTrip() {
+	if m.cfg.windowMax > m.cfg.window {
+		m.sendKeepalive(nowNano())
+	}
 }
 
 // measureRoundTrip sends a timed keepalive when a measurement is due.
 func (m *mux) measureRoundTrip(now int64) {
-	if !m.rtt.due(now) {
+	if !m.rtt.due() {
 		return
 	}
 	m.sendKeepalive(now)
@@ -85,6 +100,11 @@ func (m *mux) sendKeepalive(now int64) {
 	m.ctl.send(wire.AppendBool(b, true))
 }
 
+// maxWindowRate (bytes per second) is where growth stops: a window that
+// already lets a client send this much per round trip is not what limits
+// it (on loopback 2 MiB allows several GB/s, more than any cipher here).
+const maxWindowRate = 2e9
+
 // autoWindow is a channel's receive window and its growth.
 type autoWindow struct {
 	size, max uint32 // the window now, and how far it may grow
@@ -95,7 +115,7 @@ type autoWindow struct {
 // adjusted accounts for n bytes given back at now, with rtt the round
 // trip (0 when unknown), and returns how much the window grows.
 func (w *autoWindow) adjusted(n uint32, now, rtt int64) uint32 {
-	if w.size >= w.max {
+	if w.size >= w.max || float64(w.size)*1e9 >= maxWindowRate*float64(rtt) {
 		return 0
 	}
 	w.bytes = satAdd(w.bytes, n)
@@ -103,11 +123,12 @@ func (w *autoWindow) adjusted(n uint32, now, rtt int64) uint32 {
 		w.start, w.bytes = now, 0
 		return 0
 	}
-	if now-w.start < rtt {
+	elapsed := now - w.start
+	if elapsed < 2*rtt {
 		return 0
 	}
 	var grow uint32
-	if w.bytes >= w.size/4*3 {
+	if float64(w.bytes)*float64(rtt) >= 0.5*float64(w.size)*float64(elapsed) {
 		grow = min(w.size, w.max-w.size)
 		w.size += grow
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -115,8 +116,11 @@ func (c *channel) takeAdjustLocked() uint32 {
 	}
 	adj := c.consumed
 	if c.win.size < c.win.max {
-		now := nowNano()
-		adj += c.win.adjusted(adj, now, c.m.rtt.last.Load())
+		now, rtt := nowNano(), c.m.rtt.last.Load()
+		if grow := c.win.adjusted(adj, now, rtt); grow > 0 {
+			adj += grow
+			c.m.log.Debug("connection: channel window grows", "channel", c.id, "window", c.win.size, "rtt", time.Duration(rtt))
+		}
 		c.m.measureRoundTrip(now)
 	}
 	c.inWindow += adj

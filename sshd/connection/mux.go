@@ -74,6 +74,7 @@ func serve(ctx context.Context, pc wire.PacketConn, p *perm.Permissions, cfg *Co
 		m.batch = true
 	}
 	m.startKeepalive()
+	m.startRoundTrip()
 	m.announceHostKeys()
 	m.startTimeouts()
 	err := m.safeLoop()
