@@ -1,48 +1,15 @@
 package auth_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 )
-
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// offloadBinary builds cmd/offload once for the package's tests, in a
-// directory only root may enter (the server's children start all the
-// same, as with an install under umask 077).
-func offloadBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "auth-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		os.Chmod(dir, 0o700)
-		binary = filepath.Join(dir, "offload")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/offload/offload/cmd/offload").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
 
 // daemon is a running `offload sshd` (the real program, privilege
 // separation as configured: on by default).
@@ -60,7 +27,7 @@ type daemon struct {
 func startOffloadDaemon(t *testing.T, f *fixture, flags, env []string, lines ...string) *daemon {
 	t.Helper()
 	testenv.Root(t)
-	bin := offloadBinary(t)
+	bin := testenv.OffloadBinary(t)
 	hostKey := filepath.Join(f.dir, "ssh_host_ed25519_key")
 	if _, err := os.Stat(hostKey); err != nil {
 		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)

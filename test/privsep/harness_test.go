@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,38 +21,6 @@ import (
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 )
-
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// offloadBinary builds cmd/offload once for the package's tests.
-func offloadBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "privsep-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		// Only root may enter the directory or execute the program, as
-		// with scripts/run.sh's bin/offload under umask 077: the server's
-		// children, which run as other users, must start all the same.
-		os.Chmod(dir, 0o700)
-		binary = filepath.Join(dir, "offload")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/offload/offload/cmd/offload").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-		os.Chmod(binary, 0o700)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
 
 // daemon is a running offload sshd.
 type daemon struct {
@@ -91,7 +58,7 @@ func launch(t *testing.T, a *account, dir string, wrapper []string, extra []*os.
 	t.Helper()
 	testenv.Root(t)
 	testenv.LookPath(t, "ssh", "Debian package openssh-client")
-	bin := offloadBinary(t)
+	bin := testenv.OffloadBinary(t)
 	if a != nil { // the user must be able to run the program
 		bin = copyBinary(t, bin, dir, a)
 	}
