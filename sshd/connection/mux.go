@@ -327,6 +327,9 @@ func (m *mux) data(c *channel, p []byte) error {
 		}
 	default:
 		c.in.write(d)
+		if c.in.len() >= maxPend {
+			c.growSinkLocked()
+		}
 		c.cond.Broadcast()
 	}
 	c.mu.Unlock()

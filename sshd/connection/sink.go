@@ -81,6 +81,16 @@ func (c *channel) sinkLocked(d []byte, hold bool) bool {
 	return true
 }
 
+// growSinkLocked enlarges the program's stdin pipe, once, when the
+// program falls behind: the sink found the pipe full, or data waits in
+// the ring for the pump. c.mu is held.
+func (c *channel) growSinkLocked() {
+	if c.sink != nil && !c.sinkGrown {
+		c.sinkGrown = true
+		rawio.GrowPipe(c.sink, bulkPipe)
+	}
+}
+
 // flushLocked writes what sinkLocked held; c.mu is held.
 func (c *channel) flushLocked() {
 	if len(c.pend) == 0 || c.sink == nil {
@@ -101,9 +111,8 @@ func (c *channel) writeSinkLocked(a, b []byte) {
 	c.sinkBusy = false
 	c.consumed += uint32(n)
 	short := n < len(a)+len(b)
-	if short && !c.sinkGrown { // the program falls behind: give it room
-		c.sinkGrown = true
-		rawio.GrowPipe(c.sink, bulkPipe)
+	if short {
+		c.growSinkLocked()
 	}
 	if n < len(a) {
 		c.in.write(a[n:])
