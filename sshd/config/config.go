@@ -184,7 +184,7 @@ const (
 	DefaultMaxSessions        = 10
 	DefaultLoginGraceTime     = 120 * time.Second
 	DefaultClientAliveCount   = 3
-	DefaultChannelWindowSize  = 0 // auto: 8 MiB, 2 MiB to OpenSSH clients (see package sshd)
+	DefaultChannelWindowSize  = 0 // auto: 8 MiB, 2 MiB to OpenSSH clients, growing with the round trip (connection.ForClient)
 	DefaultPermitRootLogin    = "prohibit-password"
 	DefaultAllowTCPForwarding = "yes"
 	DefaultLogLevel           = "INFO"
