@@ -38,7 +38,12 @@
 // is a wire.ReadWaiter, packets that arrived together are written with one
 // writev of up to 64 KiB (sink.go). The data path reuses per-channel buffers
 // and does not allocate per packet (see BenchmarkChannelInbound and
-// BenchmarkChannelOutbound).
+// BenchmarkChannelOutbound). With Config.WindowMax above the window (as
+// ForClient sets it), a channel's window doubles while the peer is held
+// by it — half a window consumed per round trip, the round trip timed
+// with a keepalive when the connection starts — up to WindowMax
+// (autowindow.go). A program that falls behind gets a 1 MiB stdin pipe,
+// and one that fills its output pipe a 1 MiB pipe and 256 KiB reads.
 //
 // Sends to a peer respect its window; with Config.PaceSends they also
 // keep no more in flight than the path needs, judged from the delay of
