@@ -24,6 +24,8 @@
 // started again, which starts the connection's programs; such a program
 // must call RunChild first thing in main too, with its main goroutine
 // locked to the main thread (runtime.LockOSThread in an init function).
+// In a program that does not call RunChild, UsePAM runs PAM's auth and
+// account stacks only, and each login says so in a warning.
 //
 // With Config.Separation set the server splits as OpenSSH 9.8 does, with
 // fewer processes (package sshd/monitor): this process keeps the host

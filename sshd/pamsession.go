@@ -42,11 +42,17 @@ type sessionKeeper struct {
 }
 
 // processSessions returns cc with its programs run in the login's PAM
-// session, or cc when there is none (UsePAM no, or not root: a keeper
-// must be root to start programs as the user).
+// session, or cc when there is none: UsePAM no; not root (a keeper must
+// be root to start programs as the user); or a program that does not call
+// RunChild, which cannot be started again as a keeper (it then runs
+// PAM's auth and account stacks only, and says so).
 func processSessions(cc *connection.Config, l *login, remote net.Addr, log *slog.Logger) *connection.Config {
 	pc := l.PAMSession()
 	if pc == nil || os.Geteuid() != 0 {
+		return cc
+	}
+	if !childRunner.Load() {
+		log.Warn("sshd: UsePAM: no PAM session (pam_env, pam_limits, pam_loginuid): the program does not call sshd.RunChild, which runs its session keeper")
 		return cc
 	}
 	c := *cc
