@@ -44,7 +44,15 @@ func TestPAMMotd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(path) })
-	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrintMotd no")
+	for _, sep := range []string{"yes", "no"} {
+		t.Run("PrivilegeSeparation "+sep, func(t *testing.T) { checkPAMMotd(t, f, u, service, sep, text) })
+	}
+}
+
+// checkPAMMotd logs in as u with the pam_motd service, under
+// PrivilegeSeparation sep.
+func checkPAMMotd(t *testing.T, f *fixture, u *accountUser, service, sep, text string) {
+	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrintMotd no", "PrivilegeSeparation "+sep)
 	run := func(stdin string, extra ...string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
