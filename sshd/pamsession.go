@@ -194,8 +194,9 @@ func spawnOf(c *exec.Cmd, umask fs.FileMode) *ipc.Spawn {
 	return sp
 }
 
-// streams are c's stdin, stdout and stderr as files: a reader that is
-// not one is fed through a pipe, a missing stream is /dev/null.
+// streams are c's stdin, stdout and stderr as files (the connection
+// layer gives files): a stdin reader that is not one is fed through a
+// pipe; any other stream, or a missing one, is /dev/null.
 func streams(c *exec.Cmd) ([]*os.File, func(), error) {
 	var opened []*os.File
 	cleanup := func() {
