@@ -19,7 +19,13 @@
 // that code runs with all of the process's privileges and sees its host
 // keys; sessions run as the user only when the process is root (it
 // switches identity for each child); forwarded sockets and channel
-// buffers are the process's own.
+// buffers are the process's own. With UsePAM, as root, each
+// connection's PAM session is held by a session keeper, this program
+// started again, which starts the connection's programs; such a program
+// must call RunChild first thing in main too, with its main goroutine
+// locked to the main thread (runtime.LockOSThread in an init function).
+// In a program that does not call RunChild, UsePAM runs PAM's auth and
+// account stacks only, and each login says so in a warning.
 //
 // With Config.Separation set the server splits as OpenSSH 9.8 does, with
 // fewer processes (package sshd/monitor): this process keeps the host

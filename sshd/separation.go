@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -57,11 +58,16 @@ type ConnEnd struct {
 	BytesIn, BytesOut uint64
 }
 
+// childRunner records that this program calls RunChild, so that it may
+// be started again as a child (the in-process mode's PAM session keeper).
+var childRunner atomic.Bool
+
 // RunChild runs this process as a child of a separated Server when the
 // Server started it as one, and then exits; otherwise it returns at once.
 // A program whose Server uses Separation calls it first thing in main,
 // before anything else is set up: the child re-executes the program.
 func RunChild() {
+	childRunner.Store(true)
 	switch role := os.Getenv(ipc.RoleEnv); role {
 	case ipc.RolePreauth:
 		sandbox.SetName("sshd-preauth")

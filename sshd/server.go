@@ -339,7 +339,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	tc.SetAuthenticated()
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
-	err = serveConnection(ctx, tc, p, l.Settings())
+	err = serveConnection(ctx, tc, p, processSessions(l.Settings(), l, tc.RemoteAddr(), c.log))
 	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
 	c.logEnd("session", err)
 	tc.Close()

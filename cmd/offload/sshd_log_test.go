@@ -43,17 +43,17 @@ func TestSyslogFacility(t *testing.T) {
 	}
 }
 
-// UsePAM yes without privilege separation says what it leaves out: PAM
-// sessions run in a user's post-auth process.
-func TestSshdWarnsPAMWithoutSeparation(t *testing.T) {
-	for sep, want := range map[string]bool{"no": true, "yes": false} {
+// UsePAM yes runs the session stack in both process models, so neither
+// warns that it is left out.
+func TestSshdNoPAMSessionWarning(t *testing.T) {
+	for _, sep := range []string{"no", "yes"} {
 		cfg := writeConfig(t, "UsePAM yes\nPrivilegeSeparation "+sep+"\n")
 		_, stderr, err := runSshd("-t", "-f", cfg)
 		if err != nil {
 			t.Fatalf("PrivilegeSeparation %s: -t: %v", sep, err)
 		}
-		if got := strings.Contains(stderr, "the session stack"); got != want {
-			t.Errorf("PrivilegeSeparation %s: warning %v, want %v: %q", sep, got, want, stderr)
+		if strings.Contains(stderr, "session stack") {
+			t.Errorf("PrivilegeSeparation %s: warns: %q", sep, stderr)
 		}
 	}
 }

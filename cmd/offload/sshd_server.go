@@ -114,10 +114,6 @@ func buildServerConfig(c *config.Config, reg *provider.Registry, keys []crypto.S
 	}
 	if c.PrivilegeSeparation {
 		sc.Separation = &sshd.Separation{Workers: c.PreauthWorkers, PerConnection: c.PostauthPerConnection}
-	} else if c.UsePAM {
-		log.Warn("UsePAM yes with PrivilegeSeparation no runs PAM's auth and account stacks only: " +
-			"the session stack (pam_env, pam_limits, pam_loginuid, pam_umask) runs in a user's own post-auth process, " +
-			"which needs PrivilegeSeparation yes")
 	}
 	var err2 error
 	sc.Penalties, err2 = penalties(c, log)

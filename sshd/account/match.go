@@ -2,6 +2,7 @@ package account
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -86,9 +87,9 @@ func matchAddrList(addr netip.Addr, list string) int {
 }
 
 func matchAddrEntry(addr netip.Addr, e string) (bool, int) {
-	if p, err := netip.ParsePrefix(e); err == nil {
-		if p.Masked() != p {
-			return false, badEntry // host bits set: OpenSSH's inconsistent mask
+	if p, isNet, ok := ParseNetwork(e); isNet {
+		if !ok {
+			return false, badEntry // too long, or host bits set: OpenSSH's inconsistent mask
 		}
 		return addr.IsValid() && p.Contains(addr), matched
 	}
@@ -96,6 +97,25 @@ func matchAddrEntry(addr netip.Addr, e string) (bool, int) {
 		return addr.IsValid() && a.Unmap() == addr, matched
 	}
 	return addr.IsValid() && MatchPattern(addr.String(), e), matched
+}
+
+// ParseNetwork reads an address-list entry "address/length" as sshd
+// does: isNet when it is an address, '/' and a decimal length up to 128
+// (leading zeros allowed); ok when that length fits the family and
+// leaves no host bits set. Any other entry with '/' ("x/8",
+// "10.0.0.0/", "10.0.0.0/200") is not a network but a wildcard pattern.
+func ParseNetwork(e string) (p netip.Prefix, isNet, ok bool) {
+	a, m, slash := strings.Cut(e, "/")
+	if !slash || m == "" || len(m) > 3 || strings.Trim(m, "0123456789") != "" {
+		return netip.Prefix{}, false, false
+	}
+	addr, err := netip.ParseAddr(a)
+	n, _ := strconv.Atoi(m)
+	if err != nil || n > 128 {
+		return netip.Prefix{}, false, false
+	}
+	p = netip.PrefixFrom(addr.WithZone(""), n)
+	return p, true, p.IsValid() && p.Masked() == p
 }
 
 // matchHostAndIP is OpenSSH's match_host_and_ip.

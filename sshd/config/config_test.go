@@ -234,6 +234,24 @@ func TestOverridesWin(t *testing.T) {
 	}
 }
 
+// TestUserPatternsLikeSshd: the entries OpenSSH 9.2's sshd -t accepts
+// (compared side by side) parse; the user part is one wildcard pattern,
+// ',' and '!' included, and an entry with '/' that is not an address and
+// a length up to 128 is a wildcard. The refusals are in TestLineErrors.
+func TestUserPatternsLikeSshd(t *testing.T) {
+	for _, line := range []string{
+		"DenyUsers *,!root", "AllowUsers *,!root", "DenyUsers a,b", "DenyUsers @host",
+		"DenyUsers a@b@10.0.0.0/8", `DenyUsers "a b"`, "DenyUsers a@!10.0.0.0/8,*",
+		"DenyUsers a@10.0.0.0/", "DenyUsers a@x/8", "DenyUsers a@10.0.0.0/x", "DenyUsers a@10.0.0.0/08",
+		"DenyUsers a@10.0.0.0/129", "DenyUsers a@::1/200", "Match Address x/8", "Match Address 10.0.0.0/",
+		"DenyGroups *,!g", "AllowGroups *,!g",
+	} {
+		if err := parseErr(line + "\n"); err != nil {
+			t.Errorf("%s: %v (OpenSSH 9.2 accepts it)", line, err)
+		}
+	}
+}
+
 func TestNoneValues(t *testing.T) {
 	c := parse(t, "Banner none\nPidFile NONE\nAuthorizedKeysFile none\nMetricsAddress none\nCalibrationCache none\nTrustedUserCAKeys none\nRevokedKeys none\nVersionAddendum none\n")
 	if c.Banner != "" || c.PidFile != "" || c.AuthorizedKeysFile != nil || c.MetricsAddress != "" || c.CalibrationCache != "none" ||
@@ -328,8 +346,11 @@ func TestLineErrors(t *testing.T) {
 		{"PubkeyAuthentication 1", "PubkeyAuthentication", "not yes or no", nil},
 		{"StrictModes off", "StrictModes", "not yes or no", nil},
 		{"PermitRootLogin sometimes", "PermitRootLogin", "not one of", nil},
-		{"AllowUsers a,b", "AllowUsers", "bad user pattern", nil},
 		{"AllowUsers a@10.0.0.1/8", "AllowUsers", "host bits", nil},
+		{"AllowUsers a@", "AllowUsers", "empty entry", nil},
+		{"DenyUsers a@x,,y", "DenyUsers", "empty entry", nil},
+		{"DenyUsers a@10.0.0.0/33", "DenyUsers", "bad network", nil},
+		{"Match Address ::1/127", "Match", "host bits", nil},
 		{"MaxStartups 10:30", "MaxStartups", "start:rate:full", nil},
 		{"MaxStartups 50:30:10", "MaxStartups", "above full", nil},
 		{"MaxStartups 10:101:100", "MaxStartups", "out of range", nil},

@@ -142,14 +142,8 @@ func addrMatch(addr, list string) (bool, error) {
 		if e == "" {
 			return false, fmt.Errorf("empty entry in address list %q", list)
 		}
-		if strings.Contains(e, "/") {
-			p, err := netip.ParsePrefix(e)
-			if err != nil {
-				return false, fmt.Errorf("bad network %q", e)
-			}
-			if p.Masked() != p {
-				return false, fmt.Errorf("network %q has host bits set (inconsistent mask length)", e)
-			}
+		if err := checkNetwork(e); err != nil {
+			return false, err
 		}
 	}
 	a, _ := netip.ParseAddr(addr)
@@ -160,6 +154,20 @@ func addrMatch(addr, list string) (bool, error) {
 		return false, fmt.Errorf("bad address list %q", list)
 	}
 	return false, nil
+}
+
+// checkNetwork refuses a network entry with a bad mask (a length too
+// long for the family, or host bits set); other entries holding '/' are
+// wildcard patterns, as sshd reads them (account.ParseNetwork).
+func checkNetwork(e string) error {
+	p, isNet, ok := account.ParseNetwork(e)
+	switch {
+	case !isNet || ok:
+		return nil
+	case !p.IsValid():
+		return fmt.Errorf("bad network %q", e)
+	}
+	return fmt.Errorf("network %q has host bits set (inconsistent mask length)", e)
 }
 
 // eval reports whether the criteria all match ci. A nil ci is the

@@ -140,21 +140,17 @@ func checkTokens(s string) error {
 
 func nonEmpty(string) error { return nil } // listKW refuses empty words itself
 
-// checkUserPattern checks an AllowUsers/DenyUsers entry: user or
-// user@host, where host may be a CIDR list.
+// checkUserPattern checks an AllowUsers/DenyUsers entry as sshd does:
+// "user" or "user@hosts". The user part is one wildcard pattern in which
+// ',' and '!' are plain characters ("*,!root" matches only names ending
+// in ",!root"), so only the host list after the first '@' can be wrong.
 func checkUserPattern(u string) error {
-	if strings.ContainsAny(u, " \t,") {
-		return fmt.Errorf("bad user pattern %q", u)
+	_, h, ok := strings.Cut(u, "@")
+	if !ok {
+		return nil
 	}
-	if i := strings.LastIndexByte(u, '@'); i >= 0 {
-		if i == 0 || i == len(u)-1 {
-			return fmt.Errorf("bad user pattern %q", u)
-		}
-		if h := u[i+1:]; strings.Contains(h, "/") {
-			if _, err := addrMatch("", h); err != nil {
-				return fmt.Errorf("bad user pattern %q: %w", u, err)
-			}
-		}
+	if _, err := addrMatch("", h); err != nil {
+		return fmt.Errorf("bad user pattern %q: %w", u, err)
 	}
 	return nil
 }

@@ -63,6 +63,10 @@ func (s *session) start(req, cmd string, orig *string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := s.m.processSession(); err != nil {
+		s.m.log.Warn("connection: cannot open the session", "request", req, "err", err)
+		return refuse(req, "cannot open the session")
+	}
 	cio, err := s.openIO()
 	if err != nil {
 		s.m.log.Warn("connection: cannot set up session i/o", "request", req, "err", err)
@@ -246,9 +250,13 @@ var umaskMu sync.Mutex
 // connection layer's own files (SFTP, sockets) set their modes
 // explicitly.
 func (s *session) startChild(c *exec.Cmd) error {
+	mask := s.m.umask()
+	if ps, _ := s.m.processSession(); ps != nil {
+		return ps.Start(c, mask)
+	}
 	umaskMu.Lock()
 	defer umaskMu.Unlock()
-	old := syscall.Umask(int(s.m.cfg.umask))
+	old := syscall.Umask(int(mask))
 	err := c.Start()
 	syscall.Umask(old)
 	return err
@@ -314,6 +322,9 @@ func (s *session) environ(a *account, orig *string) []string {
 		}
 	}
 	for _, kv := range s.userEnvironment(a) {
+		e.setPair(kv)
+	}
+	for _, kv := range s.m.sessionEnv() { // PAM's, as SetEnv would set them
 		e.setPair(kv)
 	}
 	for _, kv := range s.m.cfg.SetEnv {

@@ -43,6 +43,7 @@ type mux struct {
 	fwd            forwards            // listeners for the peer (listen.go)
 	agent          agentState          // the forwarded agent's socket (agent.go)
 	idleSince      atomic.Int64        // unix nanos the last channel closed; 0 while channels are open
+	procs          procSession         // Config.OpenProcessSession's, opened on first use
 }
 
 // Serve runs the connection protocol on pc for the user p authenticated
@@ -141,6 +142,7 @@ func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) 
 	m.agent.close()
 	m.ctl.close()
 	m.wg.Wait()
+	m.closeProcessSession()
 	switch {
 	case pe != nil:
 		return pe

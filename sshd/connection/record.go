@@ -63,7 +63,7 @@ func (s *session) loginMessages(a *account, last LastLogin) []byte {
 		return nil
 	}
 	var b bytes.Buffer
-	b.Write(crlf([]byte(s.m.cfg.LoginMessages)))
+	b.Write(crlf([]byte(s.m.loginMessages())))
 	if !s.m.cfg.NoLastLog && !last.Time.IsZero() {
 		b.WriteString("Last login: " + last.Time.Local().Format("Mon Jan _2 15:04:05 2006"))
 		if last.Host != "" {

@@ -21,6 +21,10 @@ func (s *session) sftp(cmd string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := s.m.processSession(); err != nil {
+		s.m.log.Warn("connection: cannot open the session", "request", "subsystem", "err", err)
+		return refuse("subsystem", "cannot open the session")
+	}
 	if a.needsSwitch() || sftpAlwaysHelper {
 		return s.sftpHelper(a, cmd)
 	}
@@ -85,7 +89,7 @@ func (s *session) runHelper(p *process, a *account, argv []string, cio *childIO)
 // serveSFTP runs the SFTP server over the channel.
 func (s *session) serveSFTP(p *process, a *account, opts *sftp.Options) {
 	defer close(p.done)
-	umask := s.m.cfg.umask
+	umask := s.m.umask()
 	host, _ := hostPort(s.m.addrs.Remote)
 	cfg := &sftp.Config{Options: *opts, User: a.name, UID: a.uid, Home: a.home,
 		Root: s.m.cfg.ChrootDirectory, Umask: &umask, ClientAddr: host, Logger: s.m.log}

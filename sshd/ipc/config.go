@@ -49,6 +49,10 @@ type ChildConfig struct {
 type PAMSession struct {
 	Service, ConfDir string
 	RemoteHost       string // the first connection's client address (PAM_RHOST)
+	// Spawn, for an in-process server's keeper, starts the connection's
+	// session programs on TypeSpawn requests instead of a post-auth
+	// process.
+	Spawn bool `json:",omitempty"`
 }
 
 // Become drops the child's privileges to its configured Identity, if

@@ -41,6 +41,10 @@ const (
 	TypeProve       Type = 30 // ProveRequest; the reply is an SSH signature blob
 	TypeBeginDecide Type = 31 // DecideRequest of the first request: Begin, then Decide; the reply is a Decision (with the banner)
 
+	// An in-process server and its PAM session keeper (session.go).
+	TypeSessionOpened Type = 32 // SessionOpened notification, keeper to server
+	TypeSpawn         Type = 33 // Spawn (JSON) and the program's stdin, stdout, stderr; the reply is a SpawnReply
+
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
 )
@@ -50,6 +54,7 @@ var typeNames = map[Type]string{
 	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
 	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeBeginDecide: "begin-decide", TypeReply: "reply",
+	TypeSessionOpened: "session-opened", TypeSpawn: "spawn",
 }
 
 func (t Type) String() string {

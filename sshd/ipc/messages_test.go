@@ -214,3 +214,24 @@ func TestProveRoundTrip(t *testing.T) {
 func FuzzProveRequest(f *testing.F) {
 	fuzzParse(f, &ProveRequest{ConnID: 1, Alg: "ssh-ed25519", Pub: []byte{1}}, (*ProveRequest).Marshal, ParseProveRequest)
 }
+
+func TestSessionRoundTrip(t *testing.T) {
+	roundTrip(t, "SessionOpened", &SessionOpened{Env: []string{"A=1", "B=two"}, Umask: 0o027, Messages: "motd\n"},
+		(*SessionOpened).Marshal, ParseSessionOpened)
+	roundTrip(t, "SessionOpened", &SessionOpened{Umask: -1}, (*SessionOpened).Marshal, ParseSessionOpened)
+	roundTrip(t, "SpawnReply", &SpawnReply{PID: 4242}, (*SpawnReply).Marshal, ParseSpawnReply)
+	if _, err := ParseSessionOpened((&SessionOpened{Umask: 0o1777}).Marshal()); err == nil {
+		t.Error("umask 01777 accepted")
+	}
+	if _, err := ParseSpawnReply((&SpawnReply{PID: -1}).Marshal()); err == nil {
+		t.Error("pid -1 accepted")
+	}
+}
+
+func FuzzSessionOpened(f *testing.F) {
+	fuzzParse(f, &SessionOpened{Env: []string{"A=1"}, Umask: 0o22, Messages: "m"}, (*SessionOpened).Marshal, ParseSessionOpened)
+}
+
+func FuzzSpawnReply(f *testing.F) {
+	fuzzParse(f, &SpawnReply{PID: 7}, (*SpawnReply).Marshal, ParseSpawnReply)
+}

@@ -18,7 +18,7 @@ const (
 	MaxMessage = 512 << 10
 	headerLen  = 5 // type, id
 	// maxFiles is the most descriptors a message carries.
-	maxFiles = 1
+	maxFiles = 3 // a session program's stdin, stdout and stderr (TypeSpawn)
 	// sockBuf is the socket buffer the privileged side sets on both ends
 	// of a pair, so that a MaxMessage fits.
 	sockBuf = 2 * (MaxMessage + headerLen)

@@ -134,19 +134,20 @@ func TestForgedReply(t *testing.T) {
 	}
 }
 
-// TestUnexpectedFilesClosed: descriptors beyond the one a message may
-// carry end the connection and are closed, not leaked.
+// TestUnexpectedFilesClosed: descriptors beyond the maxFiles a message
+// may carry end the connection and are closed, not leaked.
 func TestUnexpectedFilesClosed(t *testing.T) {
 	a, b := pair(t, func(m *Message) { closeFiles(m.Files) })
-	r1, w1, _ := os.Pipe()
-	r2, w2, _ := os.Pipe()
-	defer r1.Close()
-	defer r2.Close()
-	a.Notify(TypeLog, nil, w1, w2)
-	w1.Close()
-	w2.Close()
+	var rs, ws []*os.File
+	for range maxFiles + 1 {
+		r, w, _ := os.Pipe()
+		defer r.Close()
+		rs, ws = append(rs, r), append(ws, w)
+	}
+	a.Notify(TypeLog, nil, ws...)
+	closeFiles(ws)
 	<-b.Done()
-	for _, r := range []*os.File{r1, r2} {
+	for _, r := range rs {
 		r.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if _, err := io.ReadAll(r); err != nil {
 			t.Fatalf("a descriptor sent along was kept open: %v", err)

@@ -47,10 +47,12 @@ const keeperTimeout = 30 * time.Second
 
 // SessionMain runs a PAM session keeper: on the monitor's control socket
 // (fd 3) it reads the session's settings; fd 4 is the post-auth process's
-// socket, which it passes on. It must run on the process's main thread
-// (pam_loginuid writes /proc/self/loginuid, which only the main thread
-// may): the program locks its main goroutine to it, and RunChild calls
-// this from main.
+// socket, which it passes on. For an in-process server (PAMSession.Spawn)
+// it starts the connection's session programs instead (spawn.go). It
+// must run on the process's main thread (pam_loginuid writes
+// /proc/self/loginuid, which only the main thread may, and a child
+// inherits the audit login uid of the thread that forks it): the program
+// locks its main goroutine to it, and RunChild calls this from main.
 func SessionMain() int {
 	child, err := ipc.OpenChild()
 	if err != nil {
@@ -59,8 +61,11 @@ func SessionMain() int {
 	}
 	cfg := child.Config
 	if cfg.PAM == nil {
-		fmt.Fprintln(os.Stderr, "offload sshd session: no PAM settings")
+		fmt.Fprintln(os.Stderr, "offload sshd session:", "no PAM settings")
 		return 1
+	}
+	if cfg.PAM.Spawn {
+		return keepSpawning(child, cfg)
 	}
 	child.Serve(func(m *ipc.Message) {
 		for _, f := range m.Files {
@@ -70,46 +75,81 @@ func SessionMain() int {
 	return keep(child, cfg)
 }
 
-// keep opens the session, runs the post-auth process and closes the
-// session.
-func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
-	logf := func(msg string, err error) {
+// keeperLog is how a keeper logs: through the monitor's socket.
+func keeperLog(child *ipc.Child, cfg *ipc.ChildConfig) func(string, error) {
+	return func(msg string, err error) {
 		l := &ipc.Log{Level: 8, Msg: msg + ": " + err.Error(), Attrs: []byte(`{"user":` + quote(cfg.User) + `}`)}
 		child.Peer.Notify(ipc.TypeLog, l.Marshal())
 	}
+}
+
+// pamSession is a PAM session the keeper opened, with what its modules
+// gave the user's processes.
+type pamSession struct {
+	h     *pam.Handle
+	umask int    // the mask a module set, -1 for none
+	texts string // the modules' texts (pam_motd)
+}
+
+// openPAM starts the transaction, establishes the credentials and opens
+// the session, in this process and on this thread.
+func openPAM(cfg *ipc.ChildConfig, logf func(string, error)) (*pamSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), keeperTimeout)
 	defer cancel()
 	h, err := pam.Start(pam.Config{Service: cfg.PAM.Service, ConfDir: cfg.PAM.ConfDir}, cfg.User,
 		pam.Items{RemoteHost: cfg.PAM.RemoteHost, TTY: "ssh"})
 	if err != nil {
 		logf("PAM session: start", err)
-		return 1
+		return nil, err
 	}
-	defer h.End()
 	if err := h.SetCred(ctx, nil, true); err != nil {
 		logf("PAM session: setcred", err)
-		return 1
+		h.End()
+		return nil, err
 	}
 	before := currentUmask()
 	var shown strings.Builder
 	if err := h.OpenSession(ctx, collectTexts(&shown)); err != nil {
 		logf("PAM session: open", err)
+		h.End()
+		return nil, err
+	}
+	s := &pamSession{h: h, umask: -1, texts: shown.String()}
+	if after := currentUmask(); after != before { // pam_umask set one
+		s.umask = after
+	}
+	return s, nil
+}
+
+// close closes the session, deletes the credentials and ends the
+// transaction.
+func (s *pamSession) close(logf func(string, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), keeperTimeout)
+	defer cancel()
+	if err := s.h.CloseSession(ctx, nil); err != nil {
+		logf("PAM session: close", err)
+	}
+	s.h.SetCred(ctx, nil, false)
+	s.h.End()
+}
+
+// keep opens the session, runs the post-auth process and closes the
+// session.
+func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
+	logf := keeperLog(child, cfg)
+	s, err := openPAM(cfg, logf)
+	if err != nil {
 		return 1
 	}
 	var env []string
-	if shown.Len() > 0 {
-		env = append(env, pamMsgVar+"="+shown.String())
+	if s.texts != "" {
+		env = append(env, pamMsgVar+"="+s.texts)
 	}
-	if after := currentUmask(); after != before { // pam_umask set one
-		env = append(env, fmt.Sprintf("%s=%04o", pamUmaskVar, after))
+	if s.umask >= 0 {
+		env = append(env, fmt.Sprintf("%s=%04o", pamUmaskVar, s.umask))
 	}
-	code := runPostauth(h, env, logf)
-	ctx2, cancel2 := context.WithTimeout(context.Background(), keeperTimeout)
-	defer cancel2()
-	if err := h.CloseSession(ctx2, nil); err != nil {
-		logf("PAM session: close", err)
-	}
-	h.SetCred(ctx2, nil, false)
+	code := runPostauth(s.h, env, logf)
+	s.close(logf)
 	return code
 }
 

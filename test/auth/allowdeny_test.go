@@ -10,7 +10,7 @@ import (
 )
 
 // AllowUsers, DenyUsers, AllowGroups and DenyGroups (with user@host
-// patterns) refuse the same key logins in offload sshd as in
+// patterns, and with "*,!name" entries OpenSSH accepts) refuse the same key logins in offload sshd as in
 // OpenSSH 9.2, with OpenSSH's log line naming why.
 func TestAllowDenyLikeOpenSSH(t *testing.T) {
 	testenv.Root(t)
@@ -27,6 +27,15 @@ func TestAllowDenyLikeOpenSSH(t *testing.T) {
 		"AllowGroups root",
 		"DenyGroups " + group,
 		"DenyGroups root",
+		// A user or group part is one wildcard pattern: ',' and '!' are
+		// plain characters there, so these match no real name (OpenSSH's
+		// match_pattern), while the host part is a negatable list.
+		"DenyUsers *,!" + u.Username,
+		"AllowUsers *,!" + u.Username,
+		"DenyGroups *,!" + group,
+		"AllowGroups *,!" + group,
+		"DenyUsers " + u.Username + "@!127.0.0.1,*",
+		"DenyUsers " + u.Username + "@!192.0.2.1,*",
 	} {
 		lines := []string{setting, "LogLevel INFO"}
 		oport, olog := openSSHD(t, f, lines...)

@@ -94,6 +94,12 @@ func TestKeyboardInteractivePAMWithOpenSSH(t *testing.T) {
 		!strings.Contains(logs.String(), "Failed keyboard-interactive/pam for "+u.Username) {
 		t.Errorf("log:\n%s", logs)
 	}
+	// this test program does not call sshd.RunChild, so the in-process
+	// server cannot start a PAM session keeper: it says so and runs the
+	// session without one (never this binary started again)
+	if !strings.Contains(logs.String(), "does not call sshd.RunChild") {
+		t.Errorf("no warning that the PAM session is left out:\n%s", logs)
+	}
 	// the password method has no prompt for pam_oath's question: it fails
 	if ok, _ := interactiveLogin(t, f, port, u.Username, askpass(t, f.dir, "first-factor", code(2)), "password"); ok {
 		t.Fatal("password alone passed a two-prompt PAM stack")

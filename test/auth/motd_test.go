@@ -44,7 +44,15 @@ func TestPAMMotd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(path) })
-	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrintMotd no")
+	for _, sep := range []string{"yes", "no"} {
+		t.Run("PrivilegeSeparation "+sep, func(t *testing.T) { checkPAMMotd(t, f, u, service, sep, text) })
+	}
+}
+
+// checkPAMMotd logs in as u with the pam_motd service, under
+// PrivilegeSeparation sep.
+func checkPAMMotd(t *testing.T, f *fixture, u *accountUser, service, sep, text string) {
+	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrintMotd no", "PrivilegeSeparation "+sep)
 	run := func(stdin string, extra ...string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -83,8 +91,18 @@ func TestLoginRecordsWithPAM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := fi.Size() - fi.Size()%384
-	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes")
+	for _, sep := range []string{"yes", "no"} { // Debian's /etc/pam.d/sshd, in both process models
+		t.Run("PrivilegeSeparation "+sep, func(t *testing.T) { checkRecordsWithPAM(t, f, u, wtmp, fi.Size()-fi.Size()%384, sep) })
+		if fi, err = os.Stat(wtmp); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkRecordsWithPAM logs in as u on a pty and looks for the wtmp
+// entries past before.
+func checkRecordsWithPAM(t *testing.T, f *fixture, u *accountUser, wtmp string, before int64, sep string) {
+	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PrivilegeSeparation "+sep)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "RequestTTY=force"}, sshArgs(d.port, u.Username)...)

@@ -28,9 +28,11 @@ func TestPAMUmask(t *testing.T) {
 	}
 	f := newFixture(t)
 	u := newAccountUser(t, f, "")
-	for _, tc := range []struct{ session, want string }{
-		{"session optional pam_umask.so umask=0027\n", "0027"},
-		{"", loginDefsUmask(t)},
+	for _, tc := range []struct{ session, want, sep string }{
+		{"session optional pam_umask.so umask=0027\n", "0027", "yes"},
+		{"", loginDefsUmask(t), "yes"},
+		{"session optional pam_umask.so umask=0027\n", "0027", "no"}, // the in-process keeper's
+		{"", loginDefsUmask(t), "no"},
 	} {
 		service := testenv.UniqueName("oftumask")
 		path := filepath.Join("/etc/pam.d", service)
@@ -39,14 +41,14 @@ func TestPAMUmask(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.Remove(path) })
-		d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service)
+		d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrivilegeSeparation "+tc.sep)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}, sshArgs(d.port, u.Username)...)
 		args[len(args)-1] = "umask" // the command, in place of sshArgs' true
 		out, err := exec.CommandContext(ctx, f.ssh, args...).CombinedOutput()
 		cancel()
 		if got := strings.TrimSpace(string(out)); err != nil || got != tc.want {
-			t.Errorf("PAM session %q: umask %q (%v), want %s\n%s", tc.session, got, err, tc.want, d.stderr)
+			t.Errorf("PrivilegeSeparation %s, PAM session %q: umask %q (%v), want %s\n%s", tc.sep, tc.session, got, err, tc.want, d.stderr)
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package ipc
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/offload/offload/sshd/wire"
+)
+
+// Messages between an in-process server (no privilege separation) and the
+// PAM session keeper it starts for a connection: the keeper opens the PAM
+// session, says so with a SessionOpened, then starts each of the
+// connection's session programs on a Spawn request, so that they inherit
+// what the session set on the keeper (limits, audit login uid, cgroup,
+// keyring) and the server's process keeps none of it.
+
+// Bounds of a SessionOpened.
+const (
+	maxSessionEnv     = 256      // variables of the PAM environment
+	maxSessionEnvLen  = 32 << 10 // one NAME=value
+	maxSessionMessage = 32 << 10 // the session modules' texts
+)
+
+// SessionOpened tells the server the PAM session is open, with what the
+// session modules gave the user's processes.
+type SessionOpened struct {
+	Env      []string // NAME=value from pam_getenvlist, sorted
+	Umask    int32    // the mask a module (pam_umask) set; -1 for none
+	Messages string   // texts the modules showed (pam_motd)
+}
+
+// Marshal encodes m.
+func (m *SessionOpened) Marshal() []byte {
+	b := wire.AppendUint32(nil, uint32(len(m.Env)))
+	for _, kv := range m.Env {
+		b = wire.AppendString(b, kv)
+	}
+	b = wire.AppendUint32(b, uint32(m.Umask))
+	return wire.AppendString(b, m.Messages)
+}
+
+// ParseSessionOpened decodes a SessionOpened.
+func ParseSessionOpened(p []byte) (*SessionOpened, error) {
+	d := newDecoder(p)
+	n := d.Uint32("env count")
+	if n > maxSessionEnv && d.err == nil {
+		d.err = &wire.FieldError{Field: "env", Err: fmt.Errorf("%d entries, at most %d", n, maxSessionEnv)}
+	}
+	m := &SessionOpened{}
+	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
+		m.Env = append(m.Env, d.string("env", maxSessionEnvLen))
+	}
+	m.Umask = int32(d.Uint32("umask"))
+	if (m.Umask < -1 || m.Umask > 0o777) && d.err == nil {
+		d.err = &wire.FieldError{Field: "umask", Err: fmt.Errorf("%#o is not a file mode mask", m.Umask)}
+	}
+	m.Messages = d.string("messages", maxSessionMessage)
+	return m, d.done(TypeSessionOpened)
+}
+
+// Spawn asks the keeper to start a session program: exec.Cmd's fields,
+// with the files of the message as its stdin, stdout and stderr.
+type Spawn struct {
+	Path, Dir, Chroot string
+	Args, Env         []string
+	UID, GID          uint32
+	Groups            []uint32
+	Setsid, Setctty   bool
+	Ctty              int
+	Umask             uint32
+}
+
+// Marshal encodes s.
+func (s *Spawn) Marshal() ([]byte, error) { return json.Marshal(s) }
+
+// ParseSpawn decodes a Spawn (from the server, which the keeper trusts).
+func ParseSpawn(p []byte) (*Spawn, error) {
+	var s Spawn
+	if err := json.Unmarshal(p, &s); err != nil {
+		return nil, &ProtocolError{Type: TypeSpawn, Err: err}
+	}
+	return &s, nil
+}
+
+// SpawnReply is the process id of a started program, a child of the
+// server.
+type SpawnReply struct{ PID int32 }
+
+// Marshal encodes r.
+func (r *SpawnReply) Marshal() []byte { return wire.AppendUint32(nil, uint32(r.PID)) }
+
+// ParseSpawnReply decodes a SpawnReply.
+func ParseSpawnReply(p []byte) (*SpawnReply, error) {
+	d := newDecoder(p)
+	r := &SpawnReply{PID: int32(d.Uint32("pid"))}
+	if r.PID <= 0 && d.err == nil {
+		d.err = &wire.FieldError{Field: "pid", Err: fmt.Errorf("pid %d", r.PID)}
+	}
+	return r, d.done(TypeSpawn)
+}
