@@ -50,6 +50,13 @@ func startTestDaemon(t *testing.T, cfgPath string) (*daemon, context.CancelFunc,
 	if testing.Verbose() {
 		log = stderrLogger(os.Stderr, slog.LevelDebug)
 	}
+	return runTestDaemon(t, o, log)
+}
+
+// runTestDaemon starts the daemon o describes and runs its loop until
+// the test ends.
+func runTestDaemon(t *testing.T, o *sshdOptions, log *slog.Logger) (*daemon, context.CancelFunc, chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := startDaemon(ctx, o, log)
 	if err != nil {

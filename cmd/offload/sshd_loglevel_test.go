@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -64,20 +63,5 @@ func startDaemonLogging(t *testing.T, cfgPath string, w *sshtest.LogBuffer, leve
 	o.level = new(slog.LevelVar)
 	o.level.Set(level)
 	log := slog.New(&levelHandler{inner: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug - 4}), level: o.level})
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := startDaemon(ctx, o, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer d.removePid()
-		d.loop(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runTestDaemon(t, o, log)
 }
