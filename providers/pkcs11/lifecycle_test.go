@@ -275,25 +275,9 @@ func TestCloseBounded(t *testing.T) {
 // SignContext whose context expires first fails with the context's error
 // before the slow one ends (and Signer refuses the expired context).
 func TestPoolWaitHonoursContext(t *testing.T) {
-	f := &FaultInjector{}
-	p, tok := open(t, "poolctx", Config{MaxSessions: 1, WaitTimeout: time.Minute, Faults: f})
-	keyURI := tok.URI("k")
-	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
-		t.Fatal(err)
-	}
-	s, err := p.Signer(context.Background(), keyURI)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, s, keyURI, slow := busySigner(t, "poolctx", Config{MaxSessions: 1, WaitTimeout: time.Minute})
 	d := sha256.Sum256([]byte("x"))
-	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
-		t.Fatal(err)
-	}
-	slow := make(chan error, 1)
-	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
-	for f.Injected("sign") == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	var err error
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err = provider.SignContext(ctx, s, rand.Reader, d[:], crypto.SHA256)
@@ -319,25 +303,9 @@ func TestPoolWaitHonoursContext(t *testing.T) {
 // slow signature holds the only session, a second Sign fails before the
 // slow one ends.
 func TestDeadlineBoundsSign(t *testing.T) {
-	f := &FaultInjector{}
-	p, tok := open(t, "deadline", Config{MaxSessions: 1, WaitTimeout: time.Minute, Deadline: 20 * time.Millisecond, Faults: f})
-	keyURI := tok.URI("k")
-	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
-		t.Fatal(err)
-	}
-	s, err := p.Signer(context.Background(), keyURI)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, _, slow := busySigner(t, "deadline", Config{MaxSessions: 1, WaitTimeout: time.Minute, Deadline: 20 * time.Millisecond})
 	d := sha256.Sum256([]byte("x"))
-	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
-		t.Fatal(err)
-	}
-	slow := make(chan error, 1)
-	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
-	for f.Injected("sign") == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	var err error
 	_, err = s.Sign(rand.Reader, d[:], crypto.SHA256)
 	select {
 	case <-slow:
@@ -350,4 +318,32 @@ func TestDeadlineBoundsSign(t *testing.T) {
 	if err := <-slow; err != nil {
 		t.Errorf("slow signature: %v", err)
 	}
+}
+
+// busySigner opens a token with cfg, makes a P-256 key and starts a
+// signature that holds a session for a second; it returns once that
+// signature is in the token, with the channel its result arrives on.
+func busySigner(t *testing.T, name string, cfg Config) (*Provider, crypto.Signer, string, chan error) {
+	t.Helper()
+	f := &FaultInjector{}
+	cfg.Faults = f
+	p, tok := open(t, name, cfg)
+	keyURI := tok.URI("k")
+	if _, err := p.Generate(context.Background(), keyURI, ECDSAP256); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Signer(context.Background(), keyURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Slow(time.Second, time.Second, 1, "sign"); err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("x"))
+	slow := make(chan error, 1)
+	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
+	for f.Injected("sign") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return p, s, keyURI, slow
 }
