@@ -45,7 +45,7 @@ type child struct {
 
 	sem       chan struct{}
 	work      chan *ipc.Message // to an idle request handler
-	started   chan struct{} // closed once the child is ready or failed to start
+	started   chan struct{}     // closed once the child is ready or failed to start
 	startErr  error
 	readyOnce sync.Once
 	ready     chan struct{}
