@@ -142,6 +142,7 @@ type decider struct {
 	prog           *progress         // AuthenticationMethods
 	partial        *perm.Permissions // from methods completed before the last
 	usedKeys       map[string]bool   // keys that completed a publickey step
+	queried        *queriedKey       // the last key a query was told is acceptable
 	notices        []string          // texts for the user (expiry warnings)
 	info           string            // the current method's detail for logs
 	secret         []byte            // TimingSecret

@@ -89,6 +89,31 @@ func TestPKOKIsNotAuthentication(t *testing.T) {
 	wantSuccess(t, c.signed("ssh-ed25519", key), ch)
 }
 
+// TestSignedAfterQueryReusesAnswer: the signed request that follows a
+// query for the same key takes the query's answer instead of reading the
+// authorized_keys files again (a key removed in between still logs in,
+// once); a signed request with no query before it, or for another key,
+// reads them.
+func TestSignedAfterQueryReusesAnswer(t *testing.T) {
+	w := newWorld(t)
+	key, other := newEd25519(t), newEd25519(t)
+	w.authorize(authLine("", key.PublicKey()), authLine("", other.PublicKey()))
+	c, ch := startRun(t, w.cfg)
+	c.startService()
+	wantPKOK(t, c.query("ssh-ed25519", key.PublicKey()), "ssh-ed25519", key.PublicKey())
+	w.authorize(authLine("", newEd25519(t).PublicKey()))
+	wantSuccess(t, c.signed("ssh-ed25519", key), ch)
+
+	c, _ = startRun(t, w.cfg)
+	c.startService()
+	wantFailure(t, c.signed("ssh-ed25519", key), "publickey")
+	w.authorize(authLine("", key.PublicKey()))
+	wantPKOK(t, c.query("ssh-ed25519", key.PublicKey()), "ssh-ed25519", key.PublicKey())
+	w.authorize(authLine("", newEd25519(t).PublicKey()))
+	wantFailure(t, c.signed("ssh-ed25519", other), "publickey")
+	wantFailure(t, c.signed("ssh-ed25519", key), "publickey") // the answer was for one request
+}
+
 func TestUnknownKeyQueryFails(t *testing.T) {
 	w := newWorld(t)
 	key := newEd25519(t)

@@ -64,6 +64,7 @@ type Handler func(*Message)
 // matched by id.
 type Peer struct {
 	c       *net.UnixConn
+	rc      syscall.RawConn // c's, for recvmsg and sendmsg
 	handler Handler
 	wmu     sync.Mutex
 
@@ -116,7 +117,12 @@ func NewPeer(f *os.File, h Handler) (*Peer, error) {
 		fc.Close()
 		return nil, errors.New("ipc: not a unix socket")
 	}
-	return &Peer{c: uc, handler: h, pending: map[uint32]chan reply{}, done: make(chan struct{})}, nil
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("ipc: %w", err)
+	}
+	return &Peer{c: uc, rc: rc, handler: h, pending: map[uint32]chan reply{}, done: make(chan struct{})}, nil
 }
 
 // Run reads messages until the connection fails or is closed, handing
@@ -162,7 +168,7 @@ func (p *Peer) Err() error {
 func (p *Peer) Close() error { return p.c.Close() }
 
 func (p *Peer) read(buf, oob []byte) (*Message, error) {
-	n, oobn, flags, _, err := p.c.ReadMsgUnix(buf, oob)
+	n, oobn, flags, err := p.recvmsg(buf, oob)
 	if err != nil {
 		return nil, fmt.Errorf("ipc: read: %w", err)
 	}
@@ -310,7 +316,7 @@ func (p *Peer) send(t Type, id uint32, payload []byte, files []*os.File) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if _, _, err := p.c.WriteMsgUnix(b, oob, nil); err != nil {
+	if err := p.sendmsg(b, oob); err != nil {
 		return fmt.Errorf("ipc: send %v: %w", t, err)
 	}
 	return nil
