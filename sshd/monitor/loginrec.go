@@ -40,12 +40,14 @@ func (m *Monitor) loginRecord(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Logout {
+		// The login's record, checked then: by now the session's pty
+		// may be gone (its device node goes with the last descriptor).
+		return nil, m.logout(conn, req.TTY)
+	}
 	rec, err := m.recordFor(c, conn, req)
 	if err != nil {
 		return nil, err
-	}
-	if req.Logout {
-		return nil, m.logout(conn, rec)
 	}
 	return m.login(conn, rec)
 }
@@ -98,10 +100,10 @@ func (m *Monitor) login(conn *mconn, rec loginrec.Record) ([]byte, error) {
 	return out.Marshal(), nil
 }
 
-func (m *Monitor) logout(conn *mconn, rec loginrec.Record) error {
+func (m *Monitor) logout(conn *mconn, tty string) error {
 	m.mu.Lock()
-	_, ok := conn.ttys[rec.TTY]
-	delete(conn.ttys, rec.TTY)
+	rec, ok := conn.ttys[tty]
+	delete(conn.ttys, tty)
 	m.mu.Unlock()
 	if !ok {
 		return errNoLogin

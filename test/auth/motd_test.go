@@ -106,7 +106,10 @@ func checkRecordsWithPAM(t *testing.T, f *fixture, u *accountUser, wtmp string, 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "RequestTTY=force"}, sshArgs(d.port, u.Username)...)
-	args[len(args)-1] = "tty; who"
+	// The record is written just after the session's program starts (it
+	// carries that program's pid; OpenSSH writes it before the exec), so
+	// the session waits for it rather than racing it.
+	args[len(args)-1] = "tty; for i in $(seq 50); do who | grep -q '^" + u.Username + " ' && break; sleep 0.1; done; who"
 	out, err := exec.CommandContext(ctx, f.ssh, args...).CombinedOutput()
 	fields := strings.Fields(string(out))
 	if err != nil || len(fields) < 2 || !strings.HasPrefix(fields[0], "/dev/pts/") {

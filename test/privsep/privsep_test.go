@@ -353,7 +353,10 @@ func TestLoginRecordsFromThePostauthProcess(t *testing.T) {
 	wtmpBefore := fileSize(loginrec.WtmpFile)
 	d := startDaemon(t, nil)
 	a := newAccount(t)
-	out := d.mustSSH(a, "tty; who", "RequestTTY=force")
+	// The record is written just after the session's program starts (it
+	// carries that program's pid; OpenSSH writes it before the exec), so
+	// the session waits for it rather than racing it.
+	out := d.mustSSH(a, "tty; for i in $(seq 50); do who | grep -q '^"+a.Username+" ' && break; sleep 0.1; done; who", "RequestTTY=force")
 	lines := strings.Fields(out)
 	if len(lines) < 2 || !strings.HasPrefix(lines[0], "/dev/pts/") {
 		t.Fatalf("session output %q", out)
