@@ -240,7 +240,9 @@ func TestAEADLanesLeaveRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Release(a)
-	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
+	// 10 ms a call, so that the 12 callers overlap even on a loaded
+	// machine under the race detector (at 1 ms, CI once saw 2 lanes).
+	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: 10 * time.Millisecond})
 	hammer(t, a, goGCM(t, key), 12, 4)
 	if n := len(lanesOf(a)); n != 5 {
 		t.Errorf("a busy AEAD took %d sessions of 8, want 5 (one kept for signatures, two for other connections)", n)
