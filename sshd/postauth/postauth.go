@@ -34,6 +34,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
@@ -88,13 +89,15 @@ type process struct {
 	tr   *transport.Server
 	log  *slog.Logger
 
-	ctx    context.Context // cancelled when told to end
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  map[uint64]*transport.Conn
-	end    chan struct{} // closed when told to end
-	once   sync.Once
+	ctx     context.Context // cancelled when told to end
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[uint64]*transport.Conn
+	timers  map[uint64]*time.Timer // of the live connections, until settled
+	settled map[uint64]bool        // connections that count toward setProcs
+	end     chan struct{}          // closed when told to end
+	once    sync.Once
 
 	reporter *ipc.MetricsReporter // nil without metrics
 	pamEnv   []string             // from the PAM session keeper, for every session
@@ -122,7 +125,8 @@ func newProcess(child *ipc.Child, acct *connection.Account) (*process, error) {
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*transport.Conn{}, end: make(chan struct{}), pamEnv: pamEnv(), pamUmask: pamUmask(), pamMsgs: pamMessages(), account: acct}
+		conns: map[uint64]*transport.Conn{}, timers: map[uint64]*time.Timer{}, settled: map[uint64]bool{}, end: make(chan struct{}), pamEnv: pamEnv(), pamUmask: pamUmask(), pamMsgs: pamMessages(), account: acct}
+	setProcs(0) // one CPU until a connection settles
 	metrics, reporter := child.Metrics()
 	p.reporter = reporter
 	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
@@ -272,22 +276,45 @@ func decodeAdopt(a *ipc.Adopt) (*perm.Permissions, *connection.Config, *transpor
 	return &perms, &cfg, &st, nil
 }
 
+// settleAfter is how long a connection must last before it counts toward
+// the process's CPUs (setProcs): a connection that ends at once (a health
+// check, a login storm's) then changes no GOMAXPROCS, which stops the
+// world, and wakes no thread of its own.
+const settleAfter = 50 * time.Millisecond
+
 func (p *process) track(id uint64, c *transport.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.conns[id] = c
-	setProcs(len(p.conns))
+	p.timers[id] = time.AfterFunc(settleAfter, func() { p.settle(id) })
+}
+
+// settle counts connection id toward the process's CPUs.
+func (p *process) settle(id uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, live := p.timers[id]; live && !p.settled[id] {
+		p.settled[id] = true
+		setProcs(len(p.settled))
+	}
 }
 
 func (p *process) untrack(id uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.conns, id)
-	setProcs(len(p.conns))
+	if t := p.timers[id]; t != nil {
+		t.Stop()
+		delete(p.timers, id)
+	}
+	if p.settled[id] {
+		delete(p.settled, id)
+		setProcs(len(p.settled))
+	}
 }
 
-// setProcs runs the process on as many CPUs as it serves connections,
-// up to the machine's. One connection's goroutines (its read loop, a
+// setProcs runs the process on as many CPUs as it serves connections
+// (that have lasted settleAfter), up to the machine's. One connection's goroutines (its read loop, a
 // channel's sender, a pipe's pump) then take turns on one thread, as
 // OpenSSH's one process per connection does, instead of waking each other
 // across threads: a 1 GiB download in process ran 10-20% faster on

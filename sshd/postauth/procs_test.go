@@ -3,6 +3,9 @@ package postauth
 import (
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/offload/offload/sshd/transport"
 )
 
 // TestSetProcs: one connection runs on one CPU, more on as many CPUs as
@@ -18,4 +21,41 @@ func TestSetProcs(t *testing.T) {
 			t.Errorf("%d connections: GOMAXPROCS %d, want %d", c.conns, got, c.want)
 		}
 	}
+}
+
+// TestSettledConnectionsCount: a connection counts toward the process's
+// CPUs only once it has lasted settleAfter; one that ends before changes
+// nothing, and the end of a settled one gives its CPU back.
+func TestSettledConnectionsCount(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs to tell one connection's CPUs from two's")
+	}
+	setProcs(0)
+	p := &process{conns: map[uint64]*transport.Conn{}, timers: map[uint64]*time.Timer{}, settled: map[uint64]bool{}}
+	p.track(1, nil)
+	p.track(2, nil)
+	p.track(3, nil)
+	p.untrack(3) // ends at once: never counted
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("GOMAXPROCS %d before any connection settled, want 1", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.GOMAXPROCS(0) != 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("GOMAXPROCS %d with two settled connections, want 2", got)
+	}
+	p.untrack(1)
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS %d after one of two ended, want 1", got)
+	}
+	p.mu.Lock()
+	left := len(p.timers) + len(p.settled)
+	p.mu.Unlock()
+	if left != 2 { // connection 2's timer and its settled mark
+		t.Errorf("%d timers and marks left for one live connection, want 2", left)
+	}
+	p.untrack(2)
 }
