@@ -203,6 +203,44 @@ func TestFanOutRunsInParallel(t *testing.T) {
 	}
 }
 
+// TestFanOutGrowsOneAtATime: callers that find every lane busy while a
+// lane is being built wait for a lane rather than build more at once, so
+// each new lane's placement sees the ones before it.
+func TestFanOutGrowsOneAtATime(t *testing.T) {
+	pool := newPool(t)
+	pool.gate = make(chan struct{})
+	building := make(chan struct{})
+	var inGrow, peak atomic.Int32
+	grow := func() (cipher.AEAD, error) {
+		n := inGrow.Add(1)
+		defer inGrow.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-building
+		return pool.grow()
+	}
+	f, _ := provider.NewFanOut([]cipher.AEAD{pool.lane()}, 4, grow)
+	defer f.Close()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.Seal(nil, nonceOf(i), []byte("x"), nil)
+		}()
+	}
+	waitUntil(t, func() bool { return pool.inside.Load() == 1 && inGrow.Load() >= 1 })
+	time.Sleep(20 * time.Millisecond) // room for a wrong second build
+	close(building)
+	for range 4 {
+		pool.gate <- struct{}{}
+	}
+	wg.Wait()
+	if p := peak.Load(); p != 1 {
+		t.Errorf("%d lanes built at once, want 1", p)
+	}
+}
+
 // TestFanOutGrowsOnlyUnderLoad: calls one after another never take a
 // second lane.
 func TestFanOutGrowsOnlyUnderLoad(t *testing.T) {
