@@ -62,13 +62,13 @@ type FanOut struct {
 	grow            func() (cipher.AEAD, error)
 	growing         sync.WaitGroup // grow calls in progress
 
-	mu      sync.Mutex
-	lanes   []cipher.AEAD
-	max     int
-	pending int // lanes being built
-	retryAt time.Time
-	growErr error
-	closed  bool
+	mu       sync.Mutex
+	lanes    []cipher.AEAD
+	max      int
+	building chan struct{} // closed when the lane being built is done; nil when none is
+	retryAt  time.Time
+	growErr  error
+	closed   bool
 }
 
 var (
@@ -127,44 +127,61 @@ func (f *FanOut) Members() []cipher.AEAD {
 }
 
 // take returns a free lane: an idle one, a new one when all are busy and
-// there is room, or the first one given back.
+// there is room, or the first one given back. A caller that finds a lane
+// being built waits for it to be done and then tries again.
 func (f *FanOut) take() (cipher.AEAD, error) {
-	select {
-	case a := <-f.free:
-		return a, nil
-	default:
-	}
-	if a := f.tryGrow(); a != nil {
-		return a, nil
-	}
-	select {
-	case a := <-f.free:
-		return a, nil
-	case <-f.done:
-		return nil, errFanOutClosed
+	for {
+		select {
+		case a := <-f.free:
+			return a, nil
+		default:
+		}
+		a, built := f.tryGrow()
+		if a != nil {
+			return a, nil
+		}
+		select {
+		case a := <-f.free:
+			return a, nil
+		case <-built:
+		case <-f.done:
+			return nil, errFanOutClosed
+		}
 	}
 }
 
 // tryGrow builds one more lane when there is room, no other is being
-// built and the last attempt did not fail recently; nil otherwise. One at
-// a time, so that each lane's placement (a token's least busy unit) sees
-// the lanes before it: two built at once both saw the same counts and
-// went to the same token (CI at 8a3bc37: 3 lanes on one token, 1 on the
-// other).
-func (f *FanOut) tryGrow() cipher.AEAD {
+// built and the last attempt did not fail recently. One at a time, so
+// that each lane's placement (a token's least busy unit) sees the lanes
+// before it: two built at once both saw the same counts and went to the
+// same token (CI at 8a3bc37: 3 lanes on one token, 1 on the other).
+// Without a lane it returns a channel closed when the lane being built
+// is done (nil when none is).
+func (f *FanOut) tryGrow() (cipher.AEAD, <-chan struct{}) {
 	f.mu.Lock()
-	if f.grow == nil || f.closed || f.pending > 0 || len(f.lanes) >= f.max || time.Now().Before(f.retryAt) {
-		f.mu.Unlock()
-		return nil
+	if f.building != nil {
+		defer f.mu.Unlock()
+		return nil, f.building
 	}
-	f.pending++
+	if f.grow == nil || f.closed || len(f.lanes) >= f.max || time.Now().Before(f.retryAt) {
+		f.mu.Unlock()
+		return nil, nil
+	}
+	f.building = make(chan struct{})
 	f.growing.Add(1)
 	f.mu.Unlock()
 	defer f.growing.Done()
 	a, err := f.grow()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.pending--
+	close(f.building)
+	f.building = nil
+	return f.added(a, err), nil
+}
+
+// added keeps a lane grow built, or records why there is none; f.mu is
+// held.
+func (f *FanOut) added(a cipher.AEAD, err error) cipher.AEAD {
 	switch {
 	case err == nil && (a.NonceSize() != f.nonce || a.Overhead() != f.overhead):
 		err = fmt.Errorf("provider: FanOut: new lane has nonce %d, tag %d", a.NonceSize(), a.Overhead())
