@@ -48,8 +48,8 @@ const growRetry = time.Second
 // key — lanes: a token session each, on one token or several. Each call
 // goes to a lane that is free; when every lane is busy and there are
 // fewer than the maximum, FanOut builds another with its grow function
-// (so lanes are taken only when calls overlap), and otherwise waits for
-// one. It is safe for concurrent use and implements ConcurrentAEAD,
+// (so lanes are taken only when calls overlap; one at a time, so each is
+// placed knowing the others), and otherwise waits for one. It is safe for concurrent use and implements ConcurrentAEAD,
 // FallibleAEAD, Provenancer and io.Closer.
 //
 // Every lane must produce the same output for the same input (the same
