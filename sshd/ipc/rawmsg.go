@@ -34,14 +34,8 @@ func (p *Peer) recvmsg(buf, oob []byte) (n, oobn, flags int, err error) {
 }
 
 func rawRecvmsg(fd uintptr, buf, oob []byte) (n, oobn, flags int, errno syscall.Errno) {
-	var msg syscall.Msghdr
-	iov := syscall.Iovec{Base: unsafe.SliceData(buf)}
-	iov.SetLen(len(buf))
-	msg.Iov, msg.Iovlen = &iov, 1
-	if len(oob) > 0 {
-		msg.Control = unsafe.SliceData(oob)
-		msg.SetControllen(len(oob))
-	}
+	var iov syscall.Iovec
+	msg := msghdr(&iov, buf, oob)
 	for {
 		r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), syscall.MSG_CMSG_CLOEXEC)
 		if e != syscall.EINTR {
@@ -67,18 +61,24 @@ func (p *Peer) sendmsg(b, oob []byte) error {
 }
 
 func rawSendmsg(fd uintptr, b, oob []byte) syscall.Errno {
-	var msg syscall.Msghdr
-	iov := syscall.Iovec{Base: unsafe.SliceData(b)}
-	iov.SetLen(len(b))
-	msg.Iov, msg.Iovlen = &iov, 1
-	if len(oob) > 0 {
-		msg.Control = unsafe.SliceData(oob)
-		msg.SetControllen(len(oob))
-	}
+	var iov syscall.Iovec
+	msg := msghdr(&iov, b, oob)
 	for {
 		_, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&msg)), syscall.MSG_NOSIGNAL)
 		if e != syscall.EINTR {
 			return e
 		}
 	}
+}
+
+// msghdr describes one datagram of b with control data oob, through iov.
+func msghdr(iov *syscall.Iovec, b, oob []byte) syscall.Msghdr {
+	*iov = syscall.Iovec{Base: unsafe.SliceData(b)}
+	iov.SetLen(len(b))
+	msg := syscall.Msghdr{Iov: iov, Iovlen: 1}
+	if len(oob) > 0 {
+		msg.Control = unsafe.SliceData(oob)
+		msg.SetControllen(len(oob))
+	}
+	return msg
 }
