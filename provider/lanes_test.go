@@ -129,6 +129,15 @@ func nonceOf(i int) []byte {
 	return n
 }
 
+// sealInBackground starts n seals through f, each on its own goroutine.
+func sealInBackground(f *provider.FanOut, n int) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f.Seal(nil, nonceOf(i), []byte("x"), nil) })
+	}
+	return &wg
+}
+
 // TestFanOutMatchesGo: concurrent seals and opens through a FanOut give
 // exactly Go's AES-GCM output for every message.
 func TestFanOutMatchesGo(t *testing.T) {
@@ -178,14 +187,7 @@ func TestFanOutRunsInParallel(t *testing.T) {
 	pool.gate = make(chan struct{})
 	f, _ := provider.NewFanOut([]cipher.AEAD{pool.lane()}, 3, pool.grow)
 	defer f.Close()
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.Seal(nil, nonceOf(i), []byte("x"), nil)
-		}()
-	}
+	wg := sealInBackground(f, 4)
 	deadline := time.Now().Add(5 * time.Second)
 	for pool.inside.Load() < 3 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -221,14 +223,7 @@ func TestFanOutGrowsOneAtATime(t *testing.T) {
 	}
 	f, _ := provider.NewFanOut([]cipher.AEAD{pool.lane()}, 4, grow)
 	defer f.Close()
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.Seal(nil, nonceOf(i), []byte("x"), nil)
-		}()
-	}
+	wg := sealInBackground(f, 4)
 	waitUntil(t, func() bool { return pool.inside.Load() == 1 && inGrow.Load() >= 1 })
 	time.Sleep(20 * time.Millisecond) // room for a wrong second build
 	close(building)
