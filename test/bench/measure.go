@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offload/offload/test/bench/internal/login"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -161,14 +162,7 @@ func (b *bench) latency(ctx context.Context, sv *server) (Sample, error) {
 func (b *bench) handshakes(ctx context.Context, sv *server, clients, total int) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cfg := &ssh.ClientConfig{
-		User:              b.c.user,
-		Auth:              []ssh.AuthMethod{ssh.PublicKeys(b.signer)},
-		HostKeyCallback:   ssh.FixedHostKey(b.hostKey),
-		HostKeyAlgorithms: []string{hostKeyAlg},
-		Timeout:           30 * time.Second,
-		Config:            ssh.Config{KeyExchanges: []string{kexAlg}, Ciphers: []string{"aes128-gcm@openssh.com"}},
-	}
+	cfg := b.clientConfig()
 	addr := net.JoinHostPort(b.c.addr, strconv.Itoa(sv.port))
 	var left atomic.Int64
 	left.Store(int64(total))
@@ -182,7 +176,7 @@ func (b *bench) handshakes(ctx context.Context, sv *server, clients, total int) 
 			go func() {
 				defer wg.Done()
 				for left.Add(-1) >= 0 && ctx.Err() == nil {
-					if err := handshake(ctx, addr, cfg); err != nil {
+					if err := login.Once(ctx, addr, cfg); err != nil {
 						errs[i] = err
 						return
 					}
@@ -197,30 +191,6 @@ func (b *bench) handshakes(ctx context.Context, sv *server, clients, total int) 
 		return Sample{}, err
 	}
 	return Sample{Seconds: d.Seconds(), CPUSeconds: cpu, Count: total}, nil
-}
-
-// handshake connects, authenticates and hangs up.
-func handshake(ctx context.Context, addr string, cfg *ssh.ClientConfig) error {
-	var dl net.Dialer
-	conn, err := dl.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("bench: handshake: %w", err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("bench: handshake: %w", err)
-	}
-	go ssh.DiscardRequests(reqs)
-	go func() {
-		for ch := range chans {
-			ch.Reject(ssh.Prohibited, "no")
-		}
-	}()
-	return c.Close()
 }
 
 // loadClientKeys reads the client key and the host public key for the

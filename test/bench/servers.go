@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/offload/offload/test/bench/internal/login"
 )
 
 // Server names.
@@ -33,8 +35,8 @@ const bigWindow = 8 << 20
 // Algorithms both servers are configured with, so the only difference is
 // the implementation.
 const (
-	kexAlg     = "curve25519-sha256"
-	hostKeyAlg = "ssh-ed25519"
+	kexAlg     = login.KexAlgorithm
+	hostKeyAlg = login.HostKeyAlgorithm
 	etmMAC     = "hmac-sha2-256-etm@openssh.com"
 )
 

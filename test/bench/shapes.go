@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/offload/offload/test/bench/internal/login"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -430,7 +431,7 @@ func (b *bench) idle(ctx context.Context, sv *server, n int) (Sample, error) {
 	start := time.Now()
 	if err := forEach(ctx, n, 16, func(i int) error {
 		t0 := time.Now()
-		c, err := dialAuth(ctx, addr, cfg)
+		c, err := login.Dial(ctx, addr, cfg)
 		lat[i], conns[i] = time.Since(t0).Seconds()*1000, c
 		return err
 	}); err != nil {
@@ -447,33 +448,10 @@ func (b *bench) idle(ctx context.Context, sv *server, n int) (Sample, error) {
 		AcceptP50Ms: percentile(lat, 0.5), AcceptP99Ms: percentile(lat, 0.99)}, nil
 }
 
-// clientConfig is the in-process client's configuration (as handshakes).
+// clientConfig is the in-process client's configuration (handshakes and
+// idle connections).
 func (b *bench) clientConfig() *ssh.ClientConfig {
-	return &ssh.ClientConfig{
-		User:              b.c.user,
-		Auth:              []ssh.AuthMethod{ssh.PublicKeys(b.signer)},
-		HostKeyCallback:   ssh.FixedHostKey(b.hostKey),
-		HostKeyAlgorithms: []string{hostKeyAlg},
-		Timeout:           30 * time.Second,
-		Config:            ssh.Config{KeyExchanges: []string{kexAlg}, Ciphers: []string{"aes128-gcm@openssh.com"}},
-	}
-}
-
-// dialAuth connects and authenticates, and keeps the connection.
-func dialAuth(ctx context.Context, addr string, cfg *ssh.ClientConfig) (*ssh.Client, error) {
-	var dl net.Dialer
-	conn, err := dl.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("bench: idle: %w", err)
-	}
-	conn.SetDeadline(time.Now().Add(cfg.Timeout))
-	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("bench: idle: %w", err)
-	}
-	conn.SetDeadline(time.Time{})
-	return ssh.NewClient(c, chans, reqs), nil
+	return login.Config(b.c.user, b.signer, ssh.FixedHostKey(b.hostKey))
 }
 
 // forEach runs f(0..n-1) with at most par at once and returns the first

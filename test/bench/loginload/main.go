@@ -1,20 +1,23 @@
 // Command loginload logs in to an SSH server many times from several
-// goroutines at once (x/crypto/ssh client, curve25519-sha256, Ed25519
-// keys, public-key authentication, then hang up) and prints the rate.
+// goroutines at once (test/bench/internal/login: x/crypto/ssh,
+// curve25519-sha256, Ed25519 keys, public-key authentication, then hang
+// up) and prints the rate.
 // test/bench/login-ab.sh uses it to compare builds of offload sshd; the
 // harness (go run ./test/bench -only handshakes) compares servers.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/test/bench/internal/login"
 )
 
 func main() {
@@ -42,9 +45,7 @@ func run(addr, keyFile, user string, n, clients int) error {
 	if user == "" {
 		user = os.Getenv("USER")
 	}
-	cfg := &ssh.ClientConfig{User: user, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.InsecureIgnoreHostKey(), HostKeyAlgorithms: []string{ssh.KeyAlgoED25519}, Timeout: 30 * time.Second,
-		Config: ssh.Config{KeyExchanges: []string{"curve25519-sha256"}, Ciphers: []string{"aes128-gcm@openssh.com"}}}
+	cfg := login.Config(user, signer, ssh.InsecureIgnoreHostKey()) // a throwaway server's key
 	var left, failed atomic.Int64
 	left.Store(int64(n))
 	var wg sync.WaitGroup
@@ -54,7 +55,7 @@ func run(addr, keyFile, user string, n, clients int) error {
 	for range clients {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
-				if err := login(addr, cfg); err != nil {
+				if err := login.Once(context.Background(), addr, cfg); err != nil {
 					failed.Add(1)
 					mu.Lock()
 					if firstErr == nil {
@@ -72,23 +73,4 @@ func run(addr, keyFile, user string, n, clients int) error {
 		return fmt.Errorf("%d logins failed, first: %w", failed.Load(), firstErr)
 	}
 	return nil
-}
-
-func login(addr string, cfg *ssh.ClientConfig) error {
-	conn, err := net.DialTimeout("tcp", addr, cfg.Timeout)
-	if err != nil {
-		return err
-	}
-	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	go ssh.DiscardRequests(reqs)
-	go func() {
-		for ch := range chans {
-			ch.Reject(ssh.Prohibited, "no")
-		}
-	}()
-	return c.Close()
 }
