@@ -38,18 +38,10 @@ for s in "$@"; do
 	fi
 done
 
-work=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=abcommon.sh
+. "$(dirname "$0")/abcommon.sh"
+ab_workspace
 
-ssh-keygen -q -t ed25519 -N '' -f "$work/hk"
-ssh-keygen -q -t ed25519 -N '' -f "$work/ck"
-cp "$work/ck.pub" "$work/authorized_keys"
 head -c "$size" /dev/urandom >"$work/payload"
 bytes=$(stat -c %s "$work/payload")
 common="ListenAddress 127.0.0.1
@@ -76,17 +68,14 @@ cpu() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat"; }
 one() {
 	local s=$1 port=2399
 	[ "$s" = openssh ] && port=2398
-	if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-		echo "ab.sh: port $port is already in use on 127.0.0.1" >&2
-		exit 1
-	fi
+	ab_port_free "$port" || exit 1
 	if [ "$s" = openssh ]; then
 		/usr/sbin/sshd -D -e -f "$work/openssh.conf" 2>>"$work/server.log" & port=2398
 	else
 		"$s" sshd -f "$work/offload.conf" 2>>"$work/server.log" & port=2399
 	fi
 	pid=$!
-	for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+	ab_wait_listen "$port"
 	if ! kill -0 $pid 2>/dev/null; then
 		echo "ab.sh: $s did not start; its log:" >&2
 		cat "$work/server.log" >&2

@@ -27,20 +27,12 @@ shift $((OPTIND - 1))
 [ $# -ge 1 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 command -v ssh-keygen >/dev/null || { echo "login-ab.sh: ssh-keygen is missing (apt-get install openssh-client)" >&2; exit 1; }
 
-work=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=abcommon.sh
+. "$(dirname "$0")/abcommon.sh"
+ab_workspace
 
 here=$(cd "$(dirname "$0")" && pwd)
 (cd "$here" && go build -o "$work/loginload" ./loginload)
-ssh-keygen -q -t ed25519 -N '' -f "$work/hk"
-ssh-keygen -q -t ed25519 -N '' -f "$work/ck"
-cp "$work/ck.pub" "$work/authorized_keys"
 cat >"$work/offload.conf" <<CONF
 ListenAddress 127.0.0.1
 Port 2399
@@ -72,13 +64,10 @@ one() {
 	local bin=${1%%:*} opts=() list=() o
 	[ "$bin" != "$1" ] && IFS=, read -r -a list <<<"${1#*:}"
 	for o in "${list[@]}"; do opts+=(-o "$o"); done
-	if (exec 3<>/dev/tcp/127.0.0.1/2399) 2>/dev/null; then
-		echo "login-ab.sh: port 2399 is already in use on 127.0.0.1" >&2
-		exit 1
-	fi
+	ab_port_free 2399 || exit 1
 	"$bin" sshd -f "$work/offload.conf" "${opts[@]}" 2>>"$work/server.log" &
 	pid=$!
-	for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/2399) 2>/dev/null && break; sleep 0.1; done
+	ab_wait_listen 2399
 	local load=("$work/loginload" -key "$work/ck" -user "$(id -un)" -c "$clients")
 	"${load[@]}" -n 200 >/dev/null
 	local c0 c1 out
