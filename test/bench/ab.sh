@@ -3,8 +3,9 @@
 #
 #   test/bench/ab.sh [-r ROUNDS] [-s SIZE] [-d up|down] [-c CIPHER] SERVER...
 #
-# SERVER is the path of an offload binary, or "openssh" for the system's
-# /usr/sbin/sshd. Each round starts every server in turn on 127.0.0.1 and
+# SERVER is the path of an offload binary, with extra -o settings after a
+# colon, separated by commas (/tmp/off:PrivilegeSeparation=no), or
+# "openssh" for the system's /usr/sbin/sshd. Each round starts every server in turn on 127.0.0.1 and
 # moves SIZE (default 1G) through `ssh host 'cat >/dev/null' < payload`
 # (up) or `ssh host cat payload | cat >/dev/null` (down), printing the
 # throughput and the server's CPU seconds (itself and its reaped
@@ -34,7 +35,7 @@ for s in "$@"; do
 		[ -x /usr/sbin/sshd ] || { echo "ab.sh: /usr/sbin/sshd is missing (apt-get install openssh-server)" >&2; exit 1; }
 		[ -d /run/sshd ] || mkdir -p /run/sshd 2>/dev/null || { echo "ab.sh: OpenSSH needs /run/sshd (run as root)" >&2; exit 1; }
 	else
-		[ -x "$s" ] || { echo "ab.sh: $s is not an executable" >&2; exit 1; }
+		[ -x "${s%%:*}" ] || { echo "ab.sh: ${s%%:*} is not an executable" >&2; exit 1; }
 	fi
 done
 
@@ -70,11 +71,11 @@ one() {
 	[ "$s" = openssh ] && port=2398
 	ab_port_free "$port" || exit 1
 	if [ "$s" = openssh ]; then
-		/usr/sbin/sshd -D -e -f "$work/openssh.conf" 2>>"$work/server.log" & port=2398
+		/usr/sbin/sshd -D -e -f "$work/openssh.conf" 2>>"$work/server.log" &
+		pid=$!
 	else
-		"$s" sshd -f "$work/offload.conf" 2>>"$work/server.log" & port=2399
+		ab_start_offload "$s"
 	fi
-	pid=$!
 	ab_wait_listen "$port"
 	if ! kill -0 $pid 2>/dev/null; then
 		echo "ab.sh: $s did not start; its log:" >&2

@@ -33,3 +33,13 @@ ab_wait_listen() {
 		sleep 0.1
 	done
 }
+
+# ab_start_offload BUILD[:OPTIONS] starts that offload build on $work/offload.conf
+# with each comma-separated OPTION as -o OPTION; sets $pid.
+ab_start_offload() {
+	local bin=${1%%:*} opts=() list=() o
+	[ "$bin" != "$1" ] && IFS=, read -r -a list <<<"${1#*:}"
+	for o in "${list[@]}"; do opts+=(-o "$o"); done
+	"$bin" sshd -f "$work/offload.conf" "${opts[@]}" 2>>"$work/server.log" &
+	pid=$!
+}

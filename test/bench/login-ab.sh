@@ -61,12 +61,8 @@ ticks() {
 
 # one BUILD[:OPTIONS]: prints "build logins/s ms-per-login".
 one() {
-	local bin=${1%%:*} opts=() list=() o
-	[ "$bin" != "$1" ] && IFS=, read -r -a list <<<"${1#*:}"
-	for o in "${list[@]}"; do opts+=(-o "$o"); done
 	ab_port_free 2399 || exit 1
-	"$bin" sshd -f "$work/offload.conf" "${opts[@]}" 2>>"$work/server.log" &
-	pid=$!
+	ab_start_offload "$1"
 	ab_wait_listen 2399
 	local load=("$work/loginload" -key "$work/ck" -user "$(id -un)" -c "$clients")
 	"${load[@]}" -n 200 >/dev/null

@@ -76,6 +76,7 @@ type options struct {
 	extra   listFlag // -offload-config lines
 	servers map[string]bool
 	kinds   map[string]bool
+	cpus    cpuSplit
 	args    []string
 }
 
@@ -100,6 +101,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")
 	fs.StringVar(&o.perf, "perf", "", "record every offload transfer with `perf record -g` into this directory (times include perf's cost)")
+	serverCPUs := fs.String("server-cpus", "", "run the servers on these CPUs only (e.g. 0), and the harness with its clients on -client-cpus, so the load generator does not take the servers' CPU")
+	clientCPUs := fs.String("client-cpus", "", "CPUs of the harness and its clients when -server-cpus is set (e.g. 1)")
 	shapes := registerShapeFlags(o, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -110,6 +113,11 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if err := shapes.finish(o); err != nil {
 		return nil, err
 	}
+	var err error
+	if o.cpus, err = parseCPUSplit(*serverCPUs, *clientCPUs); err != nil {
+		return nil, err
+	}
+	o.CPUSplit = o.cpus.describe()
 	return o, o.finish(*size, *ciphers, *clients, *servers, *only)
 }
 

@@ -62,6 +62,9 @@ func writeHeader(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "- %s; %s; offload %s\n", m.GoVersion, m.OpenSSH, m.Offload)
 	fmt.Fprintf(b, "- medians of %d rounds, servers alternated round by round; payload %s; address %s\n",
 		s.Rounds, formatSize(s.Size), s.Addr)
+	if s.CPUSplit != "" {
+		fmt.Fprintf(b, "- CPU split: %s\n", s.CPUSplit)
+	}
 	b.WriteString("- servers:\n")
 	for _, sv := range r.Servers {
 		fmt.Fprintf(b, "  - `%s`: %s\n", sv.Name, sv.Desc)

@@ -150,6 +150,7 @@ type Settings struct {
 	Clients     []int
 	Handshakes  int
 	LatencyRuns int
+	CPUSplit    string `json:",omitempty"` // -server-cpus and -client-cpus, when given
 	// The shapes' settings (shapes.go).
 	Streams       []int
 	SmallFiles    int

@@ -75,6 +75,9 @@ func setup(ctx context.Context, o *options, t *tools, w *workspace, rep *Report,
 	}
 	var servers []*server
 	var ports []int
+	if err := o.cpus.pinServers(); err != nil {
+		return nil, err
+	}
 	for _, spec := range serverSpecs(w, t, o.pkcs11) {
 		if !o.wantServer(spec.Name) {
 			continue
@@ -94,6 +97,9 @@ func setup(ctx context.Context, o *options, t *tools, w *workspace, rep *Report,
 	}
 	if len(servers) == 0 {
 		return nil, errors.New("bench: no server selected")
+	}
+	if err := o.cpus.pinClients(); err != nil {
+		return servers, err
 	}
 	rep.Machine = describeMachine(ctx, t, offload)
 	return servers, w.writeKnownHosts(o.Addr, ports)
