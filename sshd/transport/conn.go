@@ -172,10 +172,15 @@ func (c *Conn) Unimplemented() error {
 	return c.WritePacket(p)
 }
 
-// read reads one packet; early in the connection it asks for a prompt ACK.
+// read reads one packet; early in the connection it asks for a prompt ACK
+// of it. A failed read (the peer closed, a bad packet) asks nothing: there
+// is no next packet to hurry, and the ACK would be one more segment for
+// both ends to process.
 func (c *Conn) read() ([]byte, error) {
 	p, err := c.rd.read()
-	c.qa.ack()
+	if err == nil {
+		c.qa.ack()
+	}
 	return p, err
 }
 
