@@ -8,8 +8,9 @@
 # "openssh" for the system's /usr/sbin/sshd. Each round starts every server in turn on 127.0.0.1 and
 # moves SIZE (default 1G) through `ssh host 'cat >/dev/null' < payload`
 # (up) or `ssh host cat payload | cat >/dev/null` (down), printing the
-# throughput and the server's CPU seconds (itself and its reaped
-# children: OpenSSH's per-connection processes, the shell and cat).
+# throughput and the server's CPU seconds (its whole process tree, live
+# and reaped: OpenSSH's per-connection processes, offload's post-auth
+# process, the shell and cat).
 # Servers alternate within a round, so a busy neighbour slows all alike.
 # test/bench (the Go harness) is the full benchmark; this script is for
 # comparing two builds of offload, which the harness cannot.
@@ -62,9 +63,6 @@ StrictModes no"
 printf '%s\nPort 2398\nUsePAM no\nUseDNS no\nPrintMotd no\nPrintLastLog no\n' "$common" >"$work/openssh.conf"
 printf '%s\nPort 2399\nCalibrationCache %s/calib\n' "$common" "$work" >"$work/offload.conf"
 
-# cpu prints the CPU seconds of process $1 and its reaped children, in ticks.
-cpu() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat"; }
-
 # one SERVER: starts it, moves the payload once, prints a line, stops it.
 one() {
 	local s=$1 port=2399
@@ -86,13 +84,13 @@ one() {
 		-o SetEnv=SHLVL=1 -c "$cipher" -p "$port" "$(id -un)@127.0.0.1")
 	"${ssh[@]}" true # offload calibrates a cipher on first use; not timed
 	local c0 t0 t1 c1
-	c0=$(cpu $pid) t0=$(date +%s.%N)
+	c0=$(ab_ticks $pid) t0=$(date +%s.%N)
 	if [ "$dir" = up ]; then
 		"${ssh[@]}" 'cat >/dev/null' <"$work/payload"
 	else
 		"${ssh[@]}" "cat $work/payload" | cat >/dev/null
 	fi
-	t1=$(date +%s.%N) c1=$(cpu $pid)
+	t1=$(date +%s.%N) c1=$(ab_ticks $pid)
 	kill $pid && wait $pid 2>/dev/null || true
 	pid=
 	awk -v s="$s" -v b="$bytes" -v t0="$t0" -v t1="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \

@@ -43,3 +43,17 @@ ab_start_offload() {
 	"$bin" sshd -f "$work/offload.conf" "${opts[@]}" 2>>"$work/server.log" &
 	pid=$!
 }
+
+# ab_ticks PID prints the CPU ticks of process PID and all its descendants,
+# live ones and the ones already reaped (utime, stime, cutime and cstime at
+# every level): a separated offload's post-auth process and the session's
+# programs live on after a transfer, OpenSSH's per-connection processes
+# are reaped, and both are counted.
+ab_ticks() {
+	local p sum=0
+	for p in $(ps -o pid= --ppid "$1"); do
+		sum=$((sum + $(ab_ticks "$p")))
+	done
+	[ -r "/proc/$1/stat" ] && sum=$((sum + $(awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0)))
+	echo $sum
+}

@@ -49,16 +49,6 @@ MaxStartups 200
 CalibrationCache $work/calib
 CONF
 
-# ticks prints the CPU ticks of process $1 and its live descendants.
-ticks() {
-	local p sum=0
-	for p in $(ps -o pid= --ppid "$1") "$1"; do
-		[ "$p" = "$1" ] || sum=$((sum + $(ticks "$p")))
-	done
-	[ -r "/proc/$1/stat" ] && sum=$((sum + $(awk '{print $14+$15}' "/proc/$1/stat")))
-	echo $sum
-}
-
 # one BUILD[:OPTIONS]: prints "build logins/s ms-per-login".
 one() {
 	ab_port_free 2399 || exit 1
@@ -67,9 +57,9 @@ one() {
 	local load=("$work/loginload" -key "$work/ck" -user "$(id -un)" -c "$clients")
 	"${load[@]}" -n 200 >/dev/null
 	local c0 c1 out
-	c0=$(ticks $pid)
+	c0=$(ab_ticks $pid)
 	out=$("${load[@]}" -n "$n")
-	c1=$(ticks $pid)
+	c1=$(ab_ticks $pid)
 	kill $pid && wait $pid 2>/dev/null || true
 	pid=
 	awk -v b="$1" -v out="$out" -v n="$n" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
