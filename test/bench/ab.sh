@@ -8,9 +8,12 @@
 # "openssh" for the system's /usr/sbin/sshd. Each round starts every server in turn on 127.0.0.1 and
 # moves SIZE (default 1G) through `ssh host 'cat >/dev/null' < payload`
 # (up) or `ssh host cat payload | cat >/dev/null` (down), printing the
-# throughput and the server's CPU seconds (its whole process tree, live
+# throughput, the server's CPU seconds (its whole process tree, live
 # and reaped: OpenSSH's per-connection processes, offload's post-auth
-# process, the shell and cat).
+# process, the shell and cat) and the client's (ssh, and the local cat of
+# a download), then per server the medians. Server and client share the
+# machine's CPUs: a rate above 2 CPUs / (server + client CPU per GiB) on
+# two CPUs cannot be reached by either server.
 # Servers alternate within a round, so a busy neighbour slows all alike.
 # test/bench (the Go harness) is the full benchmark; this script is for
 # comparing two builds of offload, which the harness cannot.
@@ -85,19 +88,42 @@ one() {
 	"${ssh[@]}" true # offload calibrates a cipher on first use; not timed
 	local c0 t0 t1 c1
 	c0=$(ab_ticks $pid) t0=$(date +%s.%N)
-	if [ "$dir" = up ]; then
-		"${ssh[@]}" 'cat >/dev/null' <"$work/payload"
-	else
-		"${ssh[@]}" "cat $work/payload" | cat >/dev/null
-	fi
+	(
+		if [ "$dir" = up ]; then
+			"${ssh[@]}" 'cat >/dev/null' <"$work/payload"
+		else
+			"${ssh[@]}" "cat $work/payload" | cat >/dev/null
+		fi
+		times >"$work/times" # second line: the children's user and system time
+	)
 	t1=$(date +%s.%N) c1=$(ab_ticks $pid)
 	kill $pid && wait $pid 2>/dev/null || true
 	pid=
-	awk -v s="$s" -v b="$bytes" -v t0="$t0" -v t1="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
-		'BEGIN { w = t1 - t0; printf "%-28s %8.1f MB/s  server CPU %5.2f s/GiB\n", s, b / w / 1e6, c / hz / (b / 2^30) }'
+	local client
+	client=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }; print n }' "$work/times")
+	awk -v s="$s" -v b="$bytes" -v t0="$t0" -v t1="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" -v cl="$client" \
+		'BEGIN { w = t1 - t0; g = b / 2^30
+		printf "%-36s %8.1f MB/s  server CPU %5.2f s/GiB  client CPU %5.2f s/GiB\n", s, b / w / 1e6, c / hz / g, cl / g }' |
+		tee -a "$work/runs"
+}
+
+# medians prints, per server, the median of each column over the rounds.
+medians() {
+	echo "# medians: MB/s, server CPU s/GiB, client CPU s/GiB"
+	local s
+	for s in "$@"; do
+		awk -v s="$s" '$1 == s { print $2, $6, $10 }' "$work/runs" | awk -v s="$s" '
+			{ r[NR] = $1; c[NR] = $2; k[NR] = $3 }
+			function med(a, n,   i, j, t) {
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			END { printf "%-36s %8.1f MB/s  server CPU %5.2f s/GiB  client CPU %5.2f s/GiB\n", s, med(r, NR), med(c, NR), med(k, NR) }'
+	done
 }
 
 echo "# $dir, $cipher, $size, $rounds rounds, $(date -u +%H:%M) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
 	for s in "$@"; do one "$s"; done
 done
+medians "$@"
