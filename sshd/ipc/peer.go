@@ -310,6 +310,10 @@ func (p *Peer) send(t Type, id uint32, payload []byte, files []*os.File) error {
 	if len(files) > 0 {
 		fds := make([]int, len(files))
 		for i, f := range files {
+			// Fd, not SyscallConn: Fd puts a descriptor the os package
+			// made non-blocking (an os.Pipe end) back in blocking mode,
+			// which a program's stdin, stdout and stderr must be when the
+			// receiver starts one with them (the PAM session keeper).
 			fds[i] = int(f.Fd())
 		}
 		oob = syscall.UnixRights(fds...)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pair returns two running peers; h handles what b receives.
@@ -152,5 +154,37 @@ func TestUnexpectedFilesClosed(t *testing.T) {
 		if _, err := io.ReadAll(r); err != nil {
 			t.Fatalf("a descriptor sent along was kept open: %v", err)
 		}
+	}
+}
+
+// TestPassedPipeBlocks: an os.Pipe end arrives in blocking mode, as the
+// stdio of a program the receiver starts must be (the PAM session keeper
+// starts the session's program with descriptors the post-auth process
+// sends it).
+func TestPassedPipeBlocks(t *testing.T) {
+	got := make(chan *Message, 1)
+	a, _ := pair(t, func(m *Message) { got <- m })
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if err := a.Notify(TypeNewConn, (&NewConn{ConnID: 1}).Marshal(), w); err != nil {
+		t.Fatal(err)
+	}
+	m := <-got
+	defer closeFiles(m.Files)
+	rc, err := m.Files[0].SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	rc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.O_NONBLOCK != 0 {
+		t.Fatal("a passed pipe arrived non-blocking: a program given it as stdio would see EAGAIN")
 	}
 }
