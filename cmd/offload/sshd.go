@@ -316,7 +316,9 @@ func serveInetd(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
 		case <-done:
 		}
 	}()
-	g.srv.ServeConn(stdioConn())
+	nc := stdioConn()
+	keepAlive(nc, g.cfg.TCPKeepAlive)
+	g.srv.ServeConn(nc)
 	close(done)
 	g.srv.Shutdown(context.Background())
 	return g.reg.Close()

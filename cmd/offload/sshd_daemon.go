@@ -206,7 +206,7 @@ func openListeners(keys, have []string) ([]net.Listener, []string, error) {
 			continue
 		}
 		network, addr, _ := strings.Cut(k, " ")
-		l, err := net.Listen(network, addr)
+		l, err := listenConfig.Listen(context.Background(), network, addr)
 		if err != nil {
 			for _, o := range ls {
 				o.Close()
@@ -278,9 +278,7 @@ func (d *daemon) serve(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if tc, ok := nc.(*net.TCPConn); ok && !g.cfg.TCPKeepAlive {
-		tc.SetKeepAlive(false)
-	}
+	keepAlive(nc, g.cfg.TCPKeepAlive)
 	d.stats.accepted.Add(1)
 	d.stats.active.Add(1)
 	go func() {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/offload/offload/internal/rawio"
 )
 
 // stdioConn returns the connection inetd mode (-i) serves: stdin itself
@@ -14,7 +16,7 @@ import (
 // give).
 func stdioConn() net.Conn {
 	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		if c, err := net.FileConn(os.Stdin); err == nil {
+		if c, err := rawio.FileConn(os.Stdin); err == nil {
 			return c
 		}
 	}

@@ -105,6 +105,9 @@ func fileListener(fd int, name string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("systemd: %s: %w", label, err)
 	}
+	if tl, ok := l.(*net.TCPListener); ok {
+		return plainKeepAliveListener{tl}, nil
+	}
 	return l, nil
 }
 

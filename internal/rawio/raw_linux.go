@@ -1,7 +1,10 @@
 package rawio
 
 import (
+	"net"
+	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -80,4 +83,36 @@ func growPipe(rc syscall.RawConn, n int) error {
 		return errno
 	}
 	return nil
+}
+
+// keepAliveOf reads f's keepalive setting: whether it is on and, when it
+// is, its timing (the kernel reports the system's when the socket has none
+// of its own). known is false when f is not a TCP socket.
+func keepAliveOf(f *os.File) (ka net.KeepAliveConfig, known bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return ka, false
+	}
+	var on, idle, intvl, cnt int
+	rc.Control(func(fd uintptr) {
+		get := func(level, opt int) int {
+			v, e := unix.GetsockoptInt(int(fd), level, opt)
+			if e != nil && err == nil {
+				err = e
+			}
+			return v
+		}
+		on = get(unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		idle = get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
+		intvl = get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)
+		cnt = get(unix.IPPROTO_TCP, unix.TCP_KEEPCNT)
+	})
+	if err != nil {
+		return ka, false
+	}
+	if on == 0 {
+		return net.KeepAliveConfig{Idle: -1, Interval: -1, Count: -1}, true // off; the timing left alone
+	}
+	return net.KeepAliveConfig{Enable: true, Idle: time.Duration(idle) * time.Second,
+		Interval: time.Duration(intvl) * time.Second, Count: cnt}, true
 }

@@ -2,7 +2,11 @@
 
 package rawio
 
-import "syscall"
+import (
+	"net"
+	"os"
+	"syscall"
+)
 
 // Without a raw path, these are ordinary system calls.
 
@@ -47,3 +51,6 @@ func TCPBytes(nc any) (in, out uint64, ok bool) { return 0, 0, false }
 
 // growPipe is not available here: pipes keep their size.
 func growPipe(syscall.RawConn, int) error { return syscall.ENOTSUP }
+
+// keepAliveOf is not available here: FileConn is net.FileConn.
+func keepAliveOf(*os.File) (net.KeepAliveConfig, bool) { return net.KeepAliveConfig{}, false }

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
@@ -195,7 +196,7 @@ func (p *process) adopt(m *ipc.Message) {
 		return
 	}
 	f := m.Files[0] // kept to read the socket's byte counts at the end
-	nc, err := net.FileConn(f)
+	nc, err := rawio.FileConn(f)
 	if err != nil {
 		p.done(a.ConnID, f, err)
 		f.Close()

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/sandbox"
@@ -133,7 +134,7 @@ func (w *worker) newConn(m *ipc.Message) {
 		return
 	}
 	f := m.Files[0] // kept to read the socket's byte counts at the end
-	c, err := net.FileConn(f)
+	c, err := rawio.FileConn(f)
 	if err != nil {
 		w.done(nc.ConnID, f, ipc.OutcomeClosed, err)
 		f.Close()
