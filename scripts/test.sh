@@ -31,6 +31,7 @@ check dbus-daemon dbus-daemon
 check /usr/lib/x86_64-linux-gnu/pkcs11/libtpm2_pkcs11.so libtpm2-pkcs11-1
 check tpm2_ptool libtpm2-pkcs11-tools
 check ssh openssh-client
+check ss iproute2
 check /usr/sbin/sshd openssh-server
 check /usr/lib/openssh/sftp-server openssh-sftp-server
 # config: docs/offload-sshd.{service,socket} checked with systemd-analyze verify

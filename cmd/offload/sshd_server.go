@@ -284,6 +284,9 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	if c.MaxSessions == 0 {
 		cc.MaxSessions = -1 // sshd_config: 0 means no sessions
 	}
+	interactive, _ := config.TOS(c.IPQoS[0]) // checked by the parser
+	bulk, _ := config.TOS(c.IPQoS[1])
+	cc.IPQoS = &connection.QoS{Interactive: interactive, Bulk: bulk}
 	if exe, err := os.Executable(); err == nil {
 		cc.SFTPHelper = []string{exe, "sftp-server"} // internal-sftp as another user (cmdSFTPServer)
 	}

@@ -649,3 +649,18 @@ func TestCryptoProfileHardened(t *testing.T) {
 		t.Error("unknown profile accepted")
 	}
 }
+
+// TestTOS: IPQoS names and numbers as OpenSSH reads them.
+func TestTOS(t *testing.T) {
+	for v, want := range map[string]int{"af21": 0x48, "CS1": 0x20, "ef": 0xb8, "lowdelay": 0x10, "throughput": 0x08,
+		"none": -1, "0x48": 0x48, "72": 72, "010": 8, "255": 255} {
+		if got, err := TOS(v); err != nil || got != want {
+			t.Errorf("TOS(%q) = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"256", "-1", "af99", "", "0x"} {
+		if _, err := TOS(v); err == nil {
+			t.Errorf("TOS(%q) accepted", v)
+		}
+	}
+}

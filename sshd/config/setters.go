@@ -400,16 +400,35 @@ func checkPenalty(v string) error {
 	return fmt.Errorf("unknown PerSourcePenalties setting %q", v)
 }
 
-// ipqosNames are the IPQoS values sshd accepts besides numbers.
-var ipqosNames = []string{"af11", "af12", "af13", "af21", "af22", "af23", "af31", "af32", "af33", "af41", "af42", "af43",
-	"cs0", "cs1", "cs2", "cs3", "cs4", "cs5", "cs6", "cs7", "ef", "le", "lowdelay", "throughput", "reliability", "none"}
+// ipqosNames are the IPQoS names and their type-of-service bytes (the
+// DSCP code point shifted into the top six bits; the last three are the
+// old RFC 1349 TOS values). "none" leaves the socket's alone.
+var ipqosNames = map[string]int{
+	"af11": 0x28, "af12": 0x30, "af13": 0x38, "af21": 0x48, "af22": 0x50, "af23": 0x58,
+	"af31": 0x68, "af32": 0x70, "af33": 0x78, "af41": 0x88, "af42": 0x90, "af43": 0x98,
+	"cs0": 0x00, "cs1": 0x20, "cs2": 0x40, "cs3": 0x60, "cs4": 0x80, "cs5": 0xa0, "cs6": 0xc0, "cs7": 0xe0,
+	"ef": 0xb8, "le": 0x04, "lowdelay": 0x10, "throughput": 0x08, "reliability": 0x04, "none": -1,
+}
+
+// TOS is an IPQoS value's type-of-service byte: a name of ipqosNames or
+// a number from 0 to 255 (decimal, 0x hex or 0 octal); -1 for "none".
+func TOS(v string) (int, error) {
+	if t, ok := ipqosNames[strings.ToLower(v)]; ok {
+		return t, nil
+	}
+	n, err := strconv.ParseUint(v, 0, 8)
+	if err != nil {
+		return 0, fmt.Errorf("bad IPQoS value %q", v)
+	}
+	return int(n), nil
+}
 
 func ipqosKW() *keyword {
 	return &keyword{name: "IPQoS", minArgs: 1, maxArgs: 2,
 		set: func(c *Config, a []string) error {
 			for _, v := range a {
-				if _, err := strconv.ParseUint(v, 0, 8); err != nil && !slices.Contains(ipqosNames, strings.ToLower(v)) {
-					return fmt.Errorf("bad IPQoS value %q", v)
+				if _, err := TOS(v); err != nil {
+					return err
 				}
 			}
 			c.IPQoS = [2]string{strings.ToLower(a[0]), strings.ToLower(a[len(a)-1])}

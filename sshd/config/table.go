@@ -100,7 +100,7 @@ var keywords = []*keyword{
 	boolKW("StrictModes", true, func(c *Config) *bool { return &c.StrictModes }).
 		supported("auth.Config.IgnoreFileModes").eg("no"),
 	boolKW("TCPKeepAlive", true, func(c *Config) *bool { return &c.TCPKeepAlive }).
-		supported("daemon: TCP keepalive on accepted connections").eg("no"),
+		supported("daemon: SO_KEEPALIVE on accepted connections, system timing; kept when the socket passes between processes (rawio.FileConn)").eg("no"),
 	boolKW("PermitEmptyPasswords", false, func(c *Config) *bool { return &c.PermitEmptyPasswords }).perConnection().
 		supported("auth.Config.PermitEmptyPasswords").eg("yes"),
 	enumKW("Compression", "no", func(c *Config) *string { return &c.Compression }, []string{"yes", "delayed", "no"}, nil).
@@ -209,7 +209,7 @@ var keywords = []*keyword{
 	enumKW("PermitTunnel", "no", func(c *Config) *string { return &c.PermitTunnel },
 		[]string{"yes", "point-to-point", "ethernet", "no"}, nil).match().
 		refused("", "tun device forwarding", "no").eg("yes"),
-	ipqosKW().match().refused("connection", "IP type-of-service marking", "none").eg("lowdelay throughput"),
+	ipqosKW().perConnection().supported("connection.Config.IPQoS").eg("lowdelay throughput"),
 	rekeyKW().match().supported("sshd.Config.RekeyLimit, RekeyInterval").eg("1G 1h"),
 	permitKW("PermitOpen", func(c *Config) *[]string { return &c.PermitOpen }, false).perConnection().
 		supported("connection.Config.PermitOpen").eg("localhost:80"),

@@ -150,6 +150,11 @@ type Config struct {
 	// ClientAliveCountMax (default 3) unanswered probes.
 	ClientAliveInterval time.Duration
 	ClientAliveCountMax int
+	// IPQoS, when set, marks the connection's packets (IP_TOS, or
+	// IPV6_TCLASS on IPv6) when its first session starts, as OpenSSH's
+	// IPQoS does: Interactive for a session with a pty or X11
+	// forwarding, Bulk for any other. Nil leaves the socket alone.
+	IPQoS *QoS `json:",omitempty"`
 
 	// ForceCommand replaces the command of every session (and wins over
 	// an authorized_keys command=); SSH_ORIGINAL_COMMAND carries the
@@ -373,4 +378,16 @@ func hostPort(a net.Addr) (string, string) {
 		return a.String(), "0"
 	}
 	return h, p
+}
+
+// QoS holds two type-of-service bytes (DSCP in the top six bits); a
+// negative one leaves the socket's as it is.
+type QoS struct {
+	Interactive, Bulk int
+}
+
+// TOSSetter is what a PacketConn on an IP socket offers to mark its
+// packets (transport.Conn does).
+type TOSSetter interface {
+	SetTOS(tos int) error
 }

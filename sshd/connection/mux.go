@@ -44,6 +44,7 @@ type mux struct {
 	agent          agentState          // the forwarded agent's socket (agent.go)
 	idleSince      atomic.Int64        // unix nanos the last channel closed; 0 while channels are open
 	procs          procSession         // Config.OpenProcessSession's, opened on first use
+	qosOnce        sync.Once           // IPQoS, set by the first session (qos.go)
 }
 
 // Serve runs the connection protocol on pc for the user p authenticated

@@ -224,6 +224,7 @@ func (s *session) run(req, cmd string, subsystem bool) error {
 	if err := s.begin(req); err != nil {
 		return err
 	}
+	s.m.markQoS(s.pty != nil || s.x11 != nil)
 	s.c.sessionStarted(timeoutName(req, s.subsystemName))
 	if s.m.cfg.Nologin {
 		if refused, err := s.nologin(); refused || err != nil {
