@@ -5,6 +5,7 @@ import (
 
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/loginrec"
+	"github.com/offload/offload/sshd/transport"
 )
 
 // fileRecorder writes pty sessions' login records to utmp, wtmp and
@@ -13,6 +14,9 @@ import (
 type fileRecorder struct{ files loginrec.Files }
 
 var _ connection.SessionRecorder = fileRecorder{}
+
+// The transport marks its packets for the connection layer's IPQoS.
+var _ connection.TOSSetter = (*transport.Conn)(nil)
 
 func (f fileRecorder) Login(lr connection.LoginRecord) (connection.LastLogin, error) {
 	last, err := f.files.Login(record(lr))
