@@ -101,7 +101,11 @@ func TestTCPKeepAliveInSessions(t *testing.T) {
 		_, cancel, done := startTestDaemon(t, cfg)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		waitDial(t, "tcp", addr)
-		out, stderr, err := cl.run(t, addr, "", nil, nil, "cat", "/proc/net/tcp")
+		// The keepalive timer shows only while no data waits for its ACK
+		// (a retransmit timer takes the field): the session's set-up is
+		// acknowledged during the sleep, and cat reads the table before
+		// its own output goes out.
+		out, stderr, err := cl.run(t, addr, "", nil, nil, "sleep 0.5; cat /proc/net/tcp")
 		cancel()
 		<-done
 		if err != nil {
