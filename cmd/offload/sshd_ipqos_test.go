@@ -24,12 +24,7 @@ func TestIPQoSInSessions(t *testing.T) {
 		{"", "0xb8", "0"}, // the default, ef cs0
 		{"IPQoS af21 cs1\nPrivilegeSeparation no", "0x48", "0x20"},
 	} {
-		port := freePorts(t, 1)[0]
-		cfg := writeConfig(t, fmt.Sprintf("ListenAddress 127.0.0.1:%d\nStrictModes no\nAuthorizedKeysFile %s\n%s\n",
-			port, cl.authorizedKeys, c.conf))
-		_, cancel, done := startTestDaemon(t, cfg)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		waitDial(t, "tcp", addr)
+		addr, port, stop := startClientDaemon(t, cl, c.conf)
 		ss := []string{"ss", "-tn", "--tos", "state", "established", fmt.Sprintf("'( sport = :%d )'", port)}
 		for _, s := range []struct {
 			opts []string
@@ -44,7 +39,6 @@ func TestIPQoSInSessions(t *testing.T) {
 				t.Errorf("%q, session %v: TOS %s, want %s", c.conf, s.opts, m[1], s.want)
 			}
 		}
-		cancel()
-		<-done
+		stop()
 	}
 }

@@ -8,26 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/offload/offload/internal/rawio"
 )
 
 // keepAliveState reads SO_KEEPALIVE and TCP_KEEPIDLE (seconds) of c.
 func keepAliveState(t *testing.T, c net.Conn) (on bool, idle int) {
 	t.Helper()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
+	ka, ok := rawio.KeepAliveOf(c.(*net.TCPConn))
+	if !ok {
+		t.Fatal("cannot read the keepalive options")
 	}
-	var ka int
-	rc.Control(func(fd uintptr) {
-		if ka, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_KEEPALIVE); err == nil {
-			idle, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ka != 0, idle
+	return ka.Enable, int(ka.Idle / time.Second)
 }
 
 // acceptOne dials l and returns the server's side of the connection.
@@ -95,19 +86,13 @@ func TestTCPKeepAliveInSessions(t *testing.T) {
 		{"TCPKeepAlive yes\nPrivilegeSeparation no", true},
 		{"TCPKeepAlive no\nPrivilegeSeparation no", false},
 	} {
-		port := freePorts(t, 1)[0]
-		cfg := writeConfig(t, fmt.Sprintf("ListenAddress 127.0.0.1:%d\nStrictModes no\nAuthorizedKeysFile %s\n%s\n",
-			port, cl.authorizedKeys, c.conf))
-		_, cancel, done := startTestDaemon(t, cfg)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		waitDial(t, "tcp", addr)
+		addr, port, stop := startClientDaemon(t, cl, c.conf)
 		// The keepalive timer shows only while no data waits for its ACK
 		// (a retransmit timer takes the field): the session's set-up is
 		// acknowledged during the sleep, and cat reads the table before
 		// its own output goes out.
 		out, stderr, err := cl.run(t, addr, "", nil, nil, "sleep 0.5; cat /proc/net/tcp")
-		cancel()
-		<-done
+		stop()
 		if err != nil {
 			t.Fatalf("%q: %v: %s", c.conf, err, stderr)
 		}
@@ -140,4 +125,18 @@ func serverTimer(table string, port int) (timer, secs int, ok bool) {
 		return int(k), int(w / 100), true // USER_HZ
 	}
 	return 0, 0, false
+}
+
+// startClientDaemon starts the daemon on a free port of 127.0.0.1 for cl's
+// key, with extra configuration lines conf, and returns its address, its
+// port and a function that stops it.
+func startClientDaemon(t *testing.T, cl *opensshClient, conf string) (addr string, port int, stop func()) {
+	t.Helper()
+	port = freePorts(t, 1)[0]
+	cfg := writeConfig(t, fmt.Sprintf("ListenAddress 127.0.0.1:%d\nStrictModes no\nAuthorizedKeysFile %s\n%s\n",
+		port, cl.authorizedKeys, conf))
+	_, cancel, done := startTestDaemon(t, cfg)
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	waitDial(t, "tcp", addr)
+	return addr, port, func() { cancel(); <-done }
 }

@@ -13,10 +13,13 @@ import (
 // belong to the socket, not the descriptor: every process holding it sees
 // the change.
 func FileConn(f *os.File) (net.Conn, error) {
-	ka, known := keepAliveOf(f)
+	ka, known := KeepAliveOf(f)
 	c, err := net.FileConn(f)
 	if err != nil {
 		return nil, err
+	}
+	if !ka.Enable {
+		ka.Idle, ka.Interval, ka.Count = -1, -1, -1 // off: the timing left alone
 	}
 	if tc, ok := c.(*net.TCPConn); ok && known {
 		tc.SetKeepAliveConfig(ka)

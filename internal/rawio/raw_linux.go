@@ -2,7 +2,6 @@ package rawio
 
 import (
 	"net"
-	"os"
 	"syscall"
 	"time"
 	"unsafe"
@@ -85,11 +84,11 @@ func growPipe(rc syscall.RawConn, n int) error {
 	return nil
 }
 
-// keepAliveOf reads f's keepalive setting: whether it is on and, when it
-// is, its timing (the kernel reports the system's when the socket has none
-// of its own). known is false when f is not a TCP socket.
-func keepAliveOf(f *os.File) (ka net.KeepAliveConfig, known bool) {
-	rc, err := f.SyscallConn()
+// KeepAliveOf reads a TCP socket's keepalive setting: whether it is on,
+// and its timing (the kernel reports the system's when the socket has
+// none of its own). ok is false when c is not a TCP socket.
+func KeepAliveOf(c syscall.Conn) (ka net.KeepAliveConfig, ok bool) {
+	rc, err := c.SyscallConn()
 	if err != nil {
 		return ka, false
 	}
@@ -110,9 +109,6 @@ func keepAliveOf(f *os.File) (ka net.KeepAliveConfig, known bool) {
 	if err != nil {
 		return ka, false
 	}
-	if on == 0 {
-		return net.KeepAliveConfig{Idle: -1, Interval: -1, Count: -1}, true // off; the timing left alone
-	}
-	return net.KeepAliveConfig{Enable: true, Idle: time.Duration(idle) * time.Second,
+	return net.KeepAliveConfig{Enable: on != 0, Idle: time.Duration(idle) * time.Second,
 		Interval: time.Duration(intvl) * time.Second, Count: cnt}, true
 }

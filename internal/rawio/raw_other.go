@@ -4,7 +4,6 @@ package rawio
 
 import (
 	"net"
-	"os"
 	"syscall"
 )
 
@@ -52,5 +51,5 @@ func TCPBytes(nc any) (in, out uint64, ok bool) { return 0, 0, false }
 // growPipe is not available here: pipes keep their size.
 func growPipe(syscall.RawConn, int) error { return syscall.ENOTSUP }
 
-// keepAliveOf is not available here: FileConn is net.FileConn.
-func keepAliveOf(*os.File) (net.KeepAliveConfig, bool) { return net.KeepAliveConfig{}, false }
+// KeepAliveOf is not available here: FileConn is net.FileConn.
+func KeepAliveOf(syscall.Conn) (net.KeepAliveConfig, bool) { return net.KeepAliveConfig{}, false }

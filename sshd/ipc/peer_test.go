@@ -64,7 +64,10 @@ func TestCalls(t *testing.T) {
 	}
 }
 
-// TestFilePassing: a descriptor sent with a message arrives, usable.
+// TestFilePassing: a descriptor sent with a message arrives, usable, and
+// an os.Pipe end arrives in blocking mode, as the stdio of a program the
+// receiver starts must be (the PAM session keeper starts the session's
+// program with descriptors the post-auth process sends it).
 func TestFilePassing(t *testing.T) {
 	got := make(chan *Message, 1)
 	a, _ := pair(t, func(m *Message) { got <- m })
@@ -80,6 +83,9 @@ func TestFilePassing(t *testing.T) {
 	m := <-got
 	if len(m.Files) != 1 {
 		t.Fatalf("%d files arrived", len(m.Files))
+	}
+	if !blocking(t, m.Files[0]) {
+		t.Error("a passed pipe arrived non-blocking: a program given it as stdio would see EAGAIN")
 	}
 	m.Files[0].Write([]byte("through"))
 	m.Files[0].Close()
@@ -157,25 +163,10 @@ func TestUnexpectedFilesClosed(t *testing.T) {
 	}
 }
 
-// TestPassedPipeBlocks: an os.Pipe end arrives in blocking mode, as the
-// stdio of a program the receiver starts must be (the PAM session keeper
-// starts the session's program with descriptors the post-auth process
-// sends it).
-func TestPassedPipeBlocks(t *testing.T) {
-	got := make(chan *Message, 1)
-	a, _ := pair(t, func(m *Message) { got <- m })
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	if err := a.Notify(TypeNewConn, (&NewConn{ConnID: 1}).Marshal(), w); err != nil {
-		t.Fatal(err)
-	}
-	m := <-got
-	defer closeFiles(m.Files)
-	rc, err := m.Files[0].SyscallConn()
+// blocking reports whether f's descriptor is in blocking mode.
+func blocking(t *testing.T, f *os.File) bool {
+	t.Helper()
+	rc, err := f.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +175,5 @@ func TestPassedPipeBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flags&unix.O_NONBLOCK != 0 {
-		t.Fatal("a passed pipe arrived non-blocking: a program given it as stdio would see EAGAIN")
-	}
+	return flags&unix.O_NONBLOCK == 0
 }
