@@ -295,13 +295,23 @@ func TestUserOutOfDescriptorsDoesNotStopOthers(t *testing.T) {
 	}()
 	local := freePort(t)
 	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target.Addr().String())
-	cmd := sshCommand(d, alice, "sleep 60", fwd)
+	// The session must be running before the descriptors run out: the
+	// client listens for the forward before its exec request is served,
+	// and an exec that meets the limit ends the session (and the forward).
+	cmd := sshCommand(d, alice, "echo ready; exec sleep 60", fwd)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("alice's session did not start: %q %v; ssh said: %s", line, err, &stderr)
+	}
 	dialRetry(t, "127.0.0.1:"+local, &stderr).Close()
 	var clients []net.Conn
 	for i := 0; i < 60; i++ { // alice's post-auth process has a limit of 40 descriptors
