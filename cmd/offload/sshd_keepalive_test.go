@@ -89,9 +89,10 @@ func TestTCPKeepAliveInSessions(t *testing.T) {
 		addr, port, stop := startClientDaemon(t, cl, c.conf)
 		// The keepalive timer shows only while no data waits for its ACK
 		// (a retransmit timer takes the field): the session's set-up is
-		// acknowledged during the sleep, and cat reads the table before
-		// its own output goes out.
-		out, stderr, err := cl.run(t, addr, "", nil, nil, "sleep 0.5; cat /proc/net/tcp")
+		// acknowledged during the sleep, and the whole table is read
+		// before any of it is sent (a busy machine's table is longer than
+		// one read, and cat would send the first part while it reads on).
+		out, stderr, err := cl.run(t, addr, "", nil, nil, `sleep 0.5; t=$(cat /proc/net/tcp); echo "$t"`)
 		stop()
 		if err != nil {
 			t.Fatalf("%q: %v: %s", c.conf, err, stderr)
@@ -102,7 +103,7 @@ func TestTCPKeepAliveInSessions(t *testing.T) {
 		}
 		on := timer == 2 // the keepalive timer
 		if on != c.want || (on && secs < sysIdle-120) {
-			t.Errorf("%q: keepalive timer %v, due in %d s; want %v, due in about %d s", c.conf, on, secs, c.want, sysIdle)
+			t.Errorf("%q: keepalive timer %v, due in %d s; want %v, due in about %d s\n%s", c.conf, on, secs, c.want, sysIdle, out)
 		}
 	}
 }
