@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,9 +78,14 @@ func TestImplementations(t *testing.T) {
 // hostKeyOn serves SSH with an ECDSA P-256 host key generated in the
 // token (every implementation has CKM_ECDSA) and checks a client sees
 // that key.
+// implHostKeys numbers the host keys hostKeyOn generates.
+var implHostKeys atomic.Int64
+
 func hostKeyOn(t *testing.T, p *pkcs11.Provider, tokenRef string) {
 	u := uri.MustParse(tokenRef)
-	u.Object = "impl-host"
+	// The software TPM lives as long as the test binary, so a key of an
+	// earlier run (go test -count=N) is still in its store.
+	u.Object = fmt.Sprintf("impl-host-%d", implHostKeys.Add(1))
 	keyRef := u.Full()
 	if _, err := p.Generate(context.Background(), keyRef, pkcs11.ECDSAP256); err != nil {
 		t.Fatalf("generate the host key: %v", err)
