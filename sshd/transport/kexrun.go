@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -137,13 +138,38 @@ func (c *Conn) kexMessage(p []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := c.writeKex(reply); err != nil {
-		return err
+	if k.step+1 < len(steps) {
+		k.step++
+		return c.writeKex(reply)
 	}
-	if k.step++; k.step == len(steps) {
+	// The last reply, NEWKEYS and the first exchange's EXT_INFO go out in
+	// one segment, which the client reads with one wake-up.
+	return c.corked(func() error {
+		if err := c.writeKex(reply); err != nil {
+			return err
+		}
+		k.step++
 		return c.sendNewKeys(k)
+	})
+}
+
+// corked runs f with the packets it writes held back, then sends them in
+// one write, whether f failed or not (what it wrote would have been sent
+// without the cork too). Writes from other goroutines meanwhile are held
+// with them, in order.
+func (c *Conn) corked(f func() error) error {
+	c.wmu.Lock()
+	c.wr.corked = true
+	c.wmu.Unlock()
+	err := f()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if werr := c.wr.uncork(); werr != nil && c.werr == nil {
+		c.werr = werr
+		c.wcond.Broadcast()
+		err = cmp.Or(err, werr)
 	}
-	return nil
+	return err
 }
 
 // endKex switches the read side at the peer's NEWKEYS and ends the

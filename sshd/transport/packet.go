@@ -190,6 +190,10 @@ type packetWriter struct {
 	// pipe, when set, seals several packets at once and writes them in
 	// order (pipeline.go).
 	pipe *writePipe
+	// corked, when set, keeps sealed packets in held until uncork sends
+	// them in one write (see Conn.corked).
+	corked bool
+	held   []byte
 	keyed
 }
 
@@ -214,6 +218,9 @@ func paddingFor(c packetCipher, n int) int {
 // write sends one packet carrying payload.
 func (p *packetWriter) write(payload []byte) error {
 	if p.pipe != nil {
+		if err := p.uncork(); err != nil { // what was held goes first
+			return err
+		}
 		return p.writePiped(payload)
 	}
 	if len(payload) == 0 || len(payload) > MaxPayload {
@@ -227,7 +234,26 @@ func (p *packetWriter) write(payload []byte) error {
 	p.seq++
 	p.packets++
 	p.bytes += uint64(len(out))
+	if p.corked {
+		p.held = append(p.held, out...)
+		return nil
+	}
 	if _, err := p.w.Write(out); err != nil {
+		return fmt.Errorf("transport: write: %w", err)
+	}
+	return nil
+}
+
+// uncork sends the packets held since corked was set, in one write, and
+// stops holding them.
+func (p *packetWriter) uncork() error {
+	p.corked = false
+	if len(p.held) == 0 {
+		return nil
+	}
+	held := p.held
+	p.held = nil
+	if _, err := p.w.Write(held); err != nil {
 		return fmt.Errorf("transport: write: %w", err)
 	}
 	return nil
