@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -30,6 +32,21 @@ func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// WaitFor reports whether s is written within d. A server's log reaches
+// the buffer after the client has seen what the record is about: through
+// the daemon's stderr pipe, and for a child's records through the monitor
+// too.
+func (l *LogBuffer) WaitFor(s string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(l.String(), s) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // ClientKey makes an unencrypted ed25519 key with ssh-keygen in dir and

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -55,7 +56,7 @@ func TestNologinLikeOpenSSH(t *testing.T) {
 			logLine := "User " + who.name + " not allowed because /etc/nologin exists"
 			want := strings.Replace(outcome(t, f, oport, who.name, who.key), logLine+"\r\n", "", 1)
 			got := outcome(t, f, d.port, who.name, who.key)
-			if usePAM == "no" && who.name != "root" && !strings.Contains(d.stderr.String(), logLine) {
+			if usePAM == "no" && who.name != "root" && !d.stderr.WaitFor(logLine, 10*time.Second) {
 				t.Errorf("offload sshd did not log %q:\n%s", logLine, d.stderr)
 			}
 			t.Logf("UsePAM %s, %s: OpenSSH %q, offload %q", usePAM, who.name, want, got)
