@@ -30,31 +30,12 @@ func (w *writeRecorder) Write(p []byte) (int, error) {
 // the client gets them in one segment and one wake-up, as OpenSSH's
 // server sends them.
 func TestKexReplyInOneWrite(t *testing.T) {
-	srv, err := NewServer(&Config{Registry: testRegistry(t), HostKeys: allHostKeys(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	cc, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	sc, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &writeRecorder{Conn: sc}
-	go ssh.NewClientConn(cc, "pipe", clientConfig("curve25519-sha256", "aes128-gcm@openssh.com", "", ssh.KeyAlgoED25519))
-	c, err := srv.Handshake(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ts := newTestServer(t, &Config{})
+	rec := &writeRecorder{}
+	ts.mu.Lock()
+	ts.wrapServerNC = func(nc net.Conn) net.Conn { rec.Conn = nc; return rec }
+	ts.mu.Unlock()
+	ts.dial(t, clientConfig("curve25519-sha256", "aes128-gcm@openssh.com", "", ssh.KeyAlgoED25519))
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, w := range rec.writes {

@@ -97,7 +97,10 @@ type testServer struct {
 	mu     sync.Mutex
 	errs   []error
 	conns  []*Conn
-	wrapNC func(net.Conn) net.Conn
+	wrapNC func(net.Conn) net.Conn // the client's side, in dial
+	// wrapServerNC wraps the server's side of each accepted connection
+	// (under mu).
+	wrapServerNC func(net.Conn) net.Conn
 }
 
 func newTestServer(t testing.TB, cfg *Config) *testServer {
@@ -146,6 +149,11 @@ func (ts *testServer) accept() {
 		if err != nil {
 			return
 		}
+		ts.mu.Lock()
+		if ts.wrapServerNC != nil {
+			nc = ts.wrapServerNC(nc)
+		}
+		ts.mu.Unlock()
 		ts.wg.Add(1)
 		go func() {
 			defer ts.wg.Done()
