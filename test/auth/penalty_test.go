@@ -135,10 +135,7 @@ func TestPenaltyDaemon(t *testing.T) {
 	if code, out := from("127.0.0.2", stranger); code != 255 || !strings.Contains(out, "Permission denied") {
 		t.Fatalf("wrong key from 127.0.0.2: exit %d: %s", code, out)
 	}
-	deadline := time.Now().Add(5 * time.Second) // the penalty lands when the server sees the close
-	for !strings.Contains(d.stderr.String(), "127.0.0.2/32: activating") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.stderr.WaitFor("127.0.0.2/32: activating", 5*time.Second) // the penalty lands when the server sees the close
 	if code, out := from("127.0.0.2", u.key); code == 0 {
 		t.Fatalf("the penalised source logged in: %s\n%s", out, d.stderr)
 	}
