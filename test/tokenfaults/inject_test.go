@@ -55,6 +55,17 @@ func newRig(t *testing.T, label string, o rigOptions) *rig {
 	t.Helper()
 	requirePKCS11(t)
 	r := &rig{tok: softhsmtest.NewToken(t, label), f: &pkcs11.FaultInjector{}, m: provider.NewMetrics()}
+	// The key goes in before this process opens the module: softhsm2-util
+	// writes the token's files from another process, and SoftHSM's file
+	// store can catch them half written and then fail every call on the
+	// token (CKR_GENERAL_ERROR) until they change again. Seen with two
+	// test binaries at once: "probe on token ...: CKR_GENERAL_ERROR".
+	var pub ssh.PublicKey
+	if o.hostKey {
+		key, p := hostKey(t)
+		r.tok.Import(t, key, "host")
+		pub = p
+	}
 	lb, log := serverLog(t)
 	r.lb = lb
 	var err error
@@ -73,15 +84,12 @@ func newRig(t *testing.T, label string, o rigOptions) *rig {
 		t.Skipf("the token does not serve aes128-gcm here: %v %v", ex, err)
 	}
 	var hostKeys []crypto.Signer
-	var pub ssh.PublicKey
 	if o.hostKey {
-		key, p := hostKey(t)
-		r.tok.Import(t, key, "host")
 		s, err := reg.Signer(context.Background(), r.tok.URI("host"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		hostKeys, pub = []crypto.Signer{s}, p
+		hostKeys = []crypto.Signer{s}
 	}
 	r.srv = startServer(t, reg, hostKeys, log)
 	cipher := ""
