@@ -160,13 +160,18 @@ func sshArgs(port, name string, extra ...string) []string {
 
 func runOutcome(t *testing.T, env []string, name string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The bound only stops a hung client; a login through Debian's PAM
+	// stack took over 30 s on a machine with a load of 45.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v: no outcome in 3 minutes: %s", name, args, stderr.String())
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
