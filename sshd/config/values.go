@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -158,22 +159,16 @@ func (r RekeyLimit) String() string {
 	return strconv.FormatInt(r.Bytes, 10) + " " + formatSeconds(r.Interval)
 }
 
-// Rekey limits: below 16 bytes rekeying would never end, above 4 GiB
-// sshd clamps too.
-const (
-	minRekeyBytes = 16
-	maxRekeyBytes = 1 << 32
-)
+// minRekeyBytes: below 16 bytes re-keying would never end (sshd's
+// "RekeyLimit too small").
+const minRekeyBytes = 16
 
 func parseRekeyLimit(args []string) (RekeyLimit, error) {
 	var r RekeyLimit
-	if !strings.EqualFold(args[0], "default") && !strings.EqualFold(args[0], "none") {
-		n, err := ParseSize(args[0], maxRekeyBytes)
+	if args[0] != "default" && !strings.EqualFold(args[0], "none") {
+		n, err := parseRekeyBytes(args[0])
 		if err != nil {
 			return r, err
-		}
-		if n != 0 && n < minRekeyBytes {
-			return r, fmt.Errorf("%q is below %d bytes", args[0], minRekeyBytes)
 		}
 		r.Bytes = n
 	}
@@ -185,6 +180,49 @@ func parseRekeyLimit(args []string) (RekeyLimit, error) {
 		r.Interval = d
 	}
 	return r, nil
+}
+
+// rekeyUnits are the scale letters of a RekeyLimit size, powers of 1024
+// in either case, as sshd's: bytes, K, M, G, T, P and E.
+const rekeyUnits = "bkmgtpe"
+
+// parseRekeyBytes reads a RekeyLimit size as sshd does: a decimal
+// number, a fraction allowed before a unit ("1.5G"; without a unit it
+// is dropped), up to 2^63-1 bytes; 0 means the cipher's default, and
+// anything else must be at least 16 bytes.
+func parseRekeyBytes(s string) (int64, error) {
+	num, scale := strings.TrimPrefix(s, "+"), int64(1)
+	if num != "" {
+		if i := strings.IndexByte(rekeyUnits, lower(num[len(num)-1])); i >= 0 {
+			num, scale = num[:len(num)-1], int64(1)<<(10*i)
+		}
+	}
+	whole, frac, _ := strings.Cut(num, ".")
+	if whole == "" || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
+		if strings.HasPrefix(s, "-") {
+			return 0, fmt.Errorf("%q is below %d bytes", s, minRekeyBytes)
+		}
+		return 0, fmt.Errorf("%q is not a size (like 65536, 512K, 16M, 1.5G, 8G)", s)
+	}
+	v, ok := new(big.Int).SetString(whole, 10)
+	if !ok {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	v.Mul(v, big.NewInt(scale))
+	if frac != "" && scale > 1 { // the fraction's share of the unit, truncated
+		f, _ := new(big.Int).SetString(frac, 10)
+		f.Mul(f, big.NewInt(scale))
+		f.Quo(f, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(frac))), nil))
+		v.Add(v, f)
+	}
+	if !v.IsInt64() {
+		return 0, fmt.Errorf("%q is larger than %d bytes", s, int64(math.MaxInt64))
+	}
+	n := v.Int64()
+	if n != 0 && n < minRekeyBytes {
+		return 0, fmt.Errorf("%q is below %d bytes", s, minRekeyBytes)
+	}
+	return n, nil
 }
 
 // checkHostPort checks a host:port listen or metrics address.

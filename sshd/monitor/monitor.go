@@ -232,8 +232,8 @@ type mconn struct {
 	user          string
 	perms         *perm.Permissions
 	settings      *connection.Config
-	signs         bucket // pre-auth re-exchanges
-	authSigns     bucket // authenticated re-exchanges
+	signs         bucket   // pre-auth re-exchanges
+	signing       signGate // one signature at a time (rates.go)
 	grace         *time.Timer
 	done          chan struct{}
 	preauthEnd    func() // called once when the connection leaves pre-auth
@@ -265,7 +265,7 @@ func (m *Monitor) Admit(nc net.Conn, preauthEnd func()) (<-chan struct{}, error)
 		return nil, err
 	}
 	c := &mconn{id: m.nextID.Add(1), file: f, local: local, remote: remote,
-		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket(), authSigns: bucket{tokens: authRekeyBurst, last: time.Now()},
+		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket(),
 		start: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	w, err := m.register(c)

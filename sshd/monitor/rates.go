@@ -7,24 +7,41 @@ import (
 	"time"
 )
 
-// Limits on host-key signatures. The first signature of a connection is
-// bounded by admission (MaxStartups, per-source limits); re-exchanges
-// are cheap for a client to ask for and may cost a token operation each,
-// so before authentication they are limited per connection and per
-// source address. An authenticated connection is the user's: it is
-// limited per connection only, loosely enough for a client that re-keys
-// every 2 GiB (OpenSSH's default for AES) at a few GB/s.
+// Limits on host-key signatures (docs/security.md, "Key re-exchanges").
+// The first signature of a connection is bounded by admission
+// (MaxStartups, per-source limits). Re-exchanges are cheap for a client
+// to ask for and may cost a token operation each, so before
+// authentication they are refused beyond a bucket per connection and
+// one per source address. After authentication the monitor refuses
+// none: it cannot tell the server's own re-exchanges (RekeyLimit) from
+// the client's, nor see how much data a connection moves; the post-auth
+// process delays a client's beyond its allowance (transport,
+// ClientRekeyBurst and on), and the monitor serves one signature per
+// connection at a time (signGate), so that a connection asking without
+// end gets its turn among the others, not the token.
 const (
 	connRekeyBurst  = 2                // pre-auth: re-exchange signatures a connection may have at once
 	connRekeyEvery  = 10 * time.Second // and one more per interval
 	srcRekeyBurst   = 20               // pre-auth: re-exchange signatures a source may have at once
 	srcRekeyPerSec  = 5                // and this many more per second
-	authRekeyBurst  = 10               // authenticated: re-exchange signatures a connection may have at once
-	authRekeyPerSec = 2                // and this many more per second
 	maxRateSources  = 10000            // sources remembered; older ones are forgotten
 	rateSourceIdle  = time.Minute
 	rateSourceSweep = 1000 // sweep the table after this many new sources
 )
+
+// signGate lets one host-key signature of a connection run at a time:
+// a legitimate connection never has two exchanges in flight, and
+// signatures asked at once for one connection then wait their turn
+// behind each other, not in front of other connections'. The zero
+// value is open.
+type signGate struct{ mu sync.Mutex }
+
+// enter waits for the connection's turn; call the returned function
+// when the signature is made.
+func (g *signGate) enter() (leave func()) {
+	g.mu.Lock()
+	return g.mu.Unlock
+}
 
 // bucket is a token bucket.
 type bucket struct {
@@ -56,14 +73,6 @@ type rates struct {
 }
 
 func newRates() *rates { return &rates{src: map[netip.Addr]*bucket{}} }
-
-// allowAuthRekey takes a re-exchange signature for an authenticated
-// connection.
-func (r *rates) allowAuthRekey(conn *bucket, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return conn.take(now, authRekeyBurst, authRekeyPerSec)
-}
 
 // allowRekey takes a re-exchange signature for a connection from addr
 // that has not authenticated.
@@ -101,4 +110,18 @@ func addrOf(a net.Addr) netip.Addr {
 		return ap.Addr().Unmap()
 	}
 	return netip.Addr{}
+}
+
+// signTurn waits for the turn of c's connection id to have a signature
+// made (signGate) and returns the function that ends it; a connection
+// that is not c's has no turn to wait for (the request is refused).
+func (m *Monitor) signTurn(c *child, id uint64) (leave func()) {
+	m.mu.Lock()
+	conn := m.conns[id]
+	mine := conn != nil && conn.owner == c
+	m.mu.Unlock()
+	if !mine {
+		return func() {}
+	}
+	return conn.signing.enter()
 }

@@ -45,7 +45,9 @@ type Conn struct {
 
 	initialHostKey    []byte      // K_S of the first exchange
 	clientHostKeyAlgs []string    // the client's last server_host_key_algorithms
-	authenticated     atomic.Bool // user authentication succeeded: PING is answered
+	authenticated     atomic.Bool // user authentication succeeded: PING is answered, re-exchanges run
+	authStarted       atomic.Bool // the client began user authentication: the server's re-exchanges wait
+	pace              rekeyAllowance
 
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
@@ -197,6 +199,7 @@ func (c *Conn) readPacket() ([]byte, error) {
 		if !deliver {
 			continue
 		}
+		c.noteAuthStart(p[0])
 		if err := c.checkReadRekey(); err != nil {
 			return nil, err
 		}
@@ -226,6 +229,9 @@ func (c *Conn) WritePacket(payload []byte) error {
 	for c.werr == nil && c.kexPending {
 		if c.queueHasRoom(len(payload)) {
 			c.enqueue(payload)
+			if payload[0] == wire.MsgUserAuthSuccess {
+				c.authenticated.Store(true) // it goes out first when the exchange ends
+			}
 			return nil
 		}
 		c.wcond.Wait()
@@ -233,7 +239,14 @@ func (c *Conn) WritePacket(payload []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	if c.writeNeedsRekey() {
+	if payload[0] == wire.MsgUserAuthSuccess {
+		// Authentication ends with this packet: a re-exchange held
+		// during it may start after it, never before.
+		err := c.writeLocked(payload)
+		c.authenticated.Store(true)
+		return err
+	}
+	if c.writeNeedsRekey() && !c.rekeyHeld(c.wr.packets) {
 		c.logRekeyLocked("bytes_out", c.wr.bytes)
 		if err := c.sendKexInitLocked(); err != nil {
 			return err
@@ -281,7 +294,7 @@ func (c *Conn) checkReadRekey() error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.kexPending || c.werr != nil {
+	if c.kexPending || c.werr != nil || c.rekeyHeld(c.rd.packets) {
 		return nil
 	}
 	c.logRekeyLocked("bytes_in", c.rd.bytes)

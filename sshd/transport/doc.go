@@ -103,7 +103,13 @@
 //
 // Either side may start a new exchange: the server does after the
 // cipher's RFC 4344 byte limit (or Config.RekeyBytes), 2^31 packets or
-// Config.RekeyInterval. While one runs, WritePacket queues copies of
+// Config.RekeyInterval, but never during user authentication (from the
+// client's first SERVICE_REQUEST or USERAUTH message until
+// USERAUTH_SUCCESS): a re-exchange due then waits for its end, as in
+// OpenSSH. After authentication a client's re-exchanges beyond a
+// generous allowance (ClientRekeyBurst, one per ClientRekeyBytes moved
+// and one per ClientRekeyEvery) are delayed, never refused; the
+// server's own are never delayed (rekeypace.go). While one runs, WritePacket queues copies of
 // outgoing packets in a bounded queue and blocks when it is full; small
 // packets always fit, so a reader that answers (window adjustments) cannot
 // deadlock. Nothing but the exchange's own messages is sent between our

@@ -70,7 +70,9 @@ func (c *Conn) InitialHostKey() []byte { return c.initialHostKey }
 
 // SetAuthenticated tells the transport that user authentication has
 // succeeded: from then on it answers ping@openssh.com, which OpenSSH
-// refuses before authentication. A resumed connection is authenticated.
+// refuses before authentication, starts the re-exchanges it held during
+// authentication and paces the client's (rekeypace.go). Sending
+// USERAUTH_SUCCESS does the same; a resumed connection is authenticated.
 func (c *Conn) SetAuthenticated() { c.authenticated.Store(true) }
 
 // HostKeysAnnouncement returns the global request hostkeys-00@openssh.com

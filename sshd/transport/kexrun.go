@@ -91,6 +91,9 @@ func (c *Conn) startKex(p []byte) error {
 	if c.kx != nil {
 		return protocolError("KEXINIT during key exchange")
 	}
+	if c.kexCount > 0 {
+		c.paceClientRekey()
+	}
 	k := &kexRun{m: handshakeMagics{vC: c.magic.vC, vS: c.magic.vS, iC: bytes.Clone(p)}, start: time.Now(), signer: c.signer}
 	ci, err := parseKexInit(k.m.iC)
 	if err != nil {

@@ -117,6 +117,7 @@ type Server struct {
 	version   []byte
 	rekeyB    uint64
 	rekeyT    time.Duration
+	pace      paceParams // the client's re-exchange allowance
 	kexT      time.Duration
 	pipeDepth int
 	rand      io.Reader
@@ -133,7 +134,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("transport: Config.Registry is required")
 	}
-	s := &Server{reg: cfg.Registry, rekeyB: cfg.RekeyBytes, rand: cfg.Rand, log: cfg.Logger}
+	s := &Server{reg: cfg.Registry, rekeyB: cfg.RekeyBytes, rand: cfg.Rand, log: cfg.Logger, pace: defaultPace}
 	if s.rand == nil {
 		s.rand = rand.Reader
 	}

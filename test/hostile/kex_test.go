@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 	"github.com/offload/offload/test/hostile/rawclient"
 )
@@ -372,11 +373,13 @@ func readEcho(t *testing.T, rc *rawclient.Conn, n int) string {
 }
 
 // rekeyUnderTraffic runs `cat` on a session and starts a key exchange
-// after every chunk it sends: the echo must come back intact.
+// after every chunk it sends: the echo must come back intact. The
+// rounds are the client's burst of re-exchanges after authentication;
+// beyond it each would wait up to a second (transport.ClientRekeyBurst).
 func rekeyUnderTraffic(t *testing.T, e *env) {
 	rc := e.loggedIn(t)
 	ch := catSession(t, rc)
-	const rounds, chunk = 100, 4096
+	const rounds, chunk = transport.ClientRekeyBurst, 4096
 	sent, got := sha256.New(), sha256.New()
 	var echoed int
 	collect := func(msgs ...[]byte) {

@@ -32,10 +32,11 @@ import (
 
 // payloadSize is what each upload sends: big enough for several packets
 // and, in the rekey cells, several key exchanges (rekeyBytes).
-const (
-	payloadSize = 1 << 20
-	rekeyBytes  = 256 << 10
-)
+const payloadSize = 1 << 20
+
+// rekeyBytes is the rekey limit of the rekey cells (TestRekeyLimit sets
+// its own while it runs; nothing runs beside it).
+var rekeyBytes uint64 = 256 << 10
 
 // env is what every cell shares: the account the clients log in to, the
 // client keys, the payload and the host keys.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +18,9 @@ import (
 // does one of exec, upload and sftp.
 func scriptedOps(interp, script string, env func(*attempt) []string) []op {
 	run := func(ctx context.Context, a *attempt, opName, remote, local, command string) (string, error) {
-		rekey := "0"
+		rekey := "0" // or the bytes after which the client re-keys
 		if a.c.clientRekey {
-			rekey = "1"
+			rekey = strconv.FormatUint(rekeyBytes, 10)
 		}
 		abs, _ := filepath.Abs(filepath.Join("testdata", script))
 		args := []string{abs, "127.0.0.1", a.s.port, a.e.user, a.key(), opName, a.e.payload, remote, local, rekey, command}

@@ -3,7 +3,7 @@
 usage: asyncssh_client.py HOST PORT USER KEY OP PAYLOAD REMOTE LOCAL REKEY [COMMAND]
 OP is exec (prints the command's output), upload (the payload into REMOTE
 through "cat") or sftp (put PAYLOAD to REMOTE, get it back to LOCAL).
-REKEY=1 sets rekey_bytes, so that the client re-keys every 256 KiB.
+REKEY=N (bytes, 0 for none) sets rekey_bytes: the client re-keys every N bytes.
 """
 import asyncio
 import sys
@@ -17,8 +17,8 @@ async def main():
     host, port, user, key, op, payload, remote, local, rekey = sys.argv[1:10]
     opts = dict(host=host, port=int(port), username=user, client_keys=[key],
                 known_hosts=None, agent_path=None, config=[], login_timeout=20)
-    if rekey == "1":
-        opts["rekey_bytes"] = 256 * 1024
+    if int(rekey) > 0:
+        opts["rekey_bytes"] = int(rekey)
     async with asyncssh.connect(**opts) as conn:
         if op == "exec":
             r = await conn.run(sys.argv[10], check=True)

@@ -3,13 +3,12 @@
 usage: paramiko_client.py HOST PORT USER KEY OP PAYLOAD REMOTE LOCAL REKEY
 OP is exec (prints the command's output), upload (the payload into REMOTE
 through "cat") or sftp (put PAYLOAD to REMOTE, get it back to LOCAL).
-REKEY=1 asks for a key re-exchange half way through each transfer.
+REKEY=N (bytes, 0 for none) asks for a key re-exchange after every N
+bytes of each transfer.
 """
 import sys
 
 import paramiko
-
-REKEY_AT = 512 * 1024
 
 
 def load_key(path):
@@ -26,11 +25,12 @@ def main():
     t = paramiko.Transport((host, int(port)))
     t.start_client(timeout=20)
     t.auth_publickey(user, load_key(key))
-    rekeyed = [rekey != "1"]
+    every = int(rekey)
+    next_at = [every]
 
     def progress(done, _total):
-        if not rekeyed[0] and done >= REKEY_AT:
-            rekeyed[0] = True
+        if every > 0 and done >= next_at[0]:
+            next_at[0] = done + every
             t.renegotiate_keys()
 
     if op == "exec":
@@ -59,7 +59,7 @@ def main():
     elif op == "sftp":
         s = paramiko.SFTPClient.from_transport(t)
         s.put(payload, remote, callback=progress)
-        rekeyed[0] = rekey != "1"
+        next_at[0] = every
         s.get(remote, local, callback=progress)
         s.close()
     else:

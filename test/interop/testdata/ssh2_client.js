@@ -3,7 +3,8 @@
 // usage: node ssh2_client.js HOST PORT USER KEY OP PAYLOAD REMOTE LOCAL REKEY [COMMAND]
 // OP is exec (prints the command's output), upload (the payload into
 // REMOTE through "cat") or sftp (put PAYLOAD to REMOTE, get it back to
-// LOCAL). REKEY=1 calls rekey() half way through each transfer.
+// LOCAL). REKEY other than 0 calls rekey() once, after 512 KiB of each
+// transfer (ssh2 has no re-key threshold).
 'use strict';
 const fs = require('fs');
 const { Client } = require('ssh2');
@@ -12,7 +13,7 @@ const [host, port, user, key, op, payload, remote, local, rekey, command] = proc
 const fail = (err) => { process.stderr.write(String(err && err.stack || err) + '\n'); process.exit(1); };
 const conn = new Client();
 const done = () => { conn.end(); };
-let rekeyed = rekey !== '1';
+let rekeyed = rekey === '0';
 const maybeRekey = (n) => {
   if (!rekeyed && n >= 512 * 1024) {
     rekeyed = true;
@@ -50,7 +51,7 @@ conn.on('ready', () => {
       const step = (n) => maybeRekey(n);
       s.fastPut(payload, remote, { step: (t) => step(t) }, (err) => {
         if (err) return fail(err);
-        rekeyed = rekey !== '1';
+        rekeyed = rekey === '0';
         s.fastGet(remote, local, { step: (t) => step(t) }, (err) => {
           if (err) return fail(err);
           done();
