@@ -399,7 +399,7 @@ func ParseHandoffRequest(p []byte) (*HandoffRequest, error) {
 // Outcome classifies how a connection ended, for penalties and logs.
 type Outcome uint8
 
-var outcomeNames = [...]string{"closed", "noauth", "authfail", "grace-exceeded", "protocol", "handed-over", "crash"}
+var outcomeNames = [...]string{"closed", "noauth", "authfail", "grace-exceeded", "protocol", "handed-over", "crash", "worker-lost"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -416,8 +416,13 @@ const (
 	OutcomeGrace                     // LoginGraceTime exceeded
 	OutcomeProtocol                  // the client broke the protocol
 	OutcomeHandedOver                // authenticated and handed to post-auth
-	OutcomeCrash                     // the process serving it died
+	OutcomeCrash                     // the process serving it died, and the monitor holds the connection's input the cause
 	maxOutcome        = OutcomeCrash
+
+	// OutcomeLost is the monitor's own: the pre-auth worker serving the
+	// connection died and nothing shows that the connection caused it.
+	// A child never reports it (ParseConnDone refuses it).
+	OutcomeLost = maxOutcome + 1
 )
 
 // ConnDone tells the monitor a connection has ended in the child.
