@@ -118,3 +118,24 @@ func TestCrashChargedToItsCause(t *testing.T) {
 		}
 	}
 }
+
+// TestPostauthCrashNoPenalty: a logged-in user who crashes her own
+// post-auth process (kill -SEGV) puts no penalty on her address: OpenSSH
+// penalises pre-auth outcomes only.
+func TestPostauthCrashNoPenalty(t *testing.T) {
+	d := startDaemon(t, nil, "PerSourcePenalties crash:90s min:1s")
+	a := newAccount(t)
+	for range 3 {
+		// The session kills the process serving it: its parent.
+		d.ssh(a, "kill -SEGV $PPID; sleep 5", "BindAddress=127.0.0.2")
+	}
+	waitFor(t, "the post-auth crashes", func() bool {
+		return strings.Count(d.log.String(), "child process ended unexpectedly") >= 3
+	})
+	if d.refused(t, "127.0.0.2") {
+		t.Fatal("the user's address is penalised for crashes of her own post-auth process")
+	}
+	if out := d.mustSSH(a, "echo in", "BindAddress=127.0.0.2"); out != "in\n" {
+		t.Fatalf("%q", out)
+	}
+}
