@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/offload/offload/internal/secret"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/sshlog"
@@ -469,6 +470,9 @@ func (c *child) serveRequests(msg *ipc.Message) {
 	defer idle.Stop()
 	for {
 		out, err := c.m.serve(c, msg)
+		if carriesSecret(msg.Type) {
+			secret.Wipe(msg.Payload)
+		}
 		c.peer.Reply(msg, out, err)
 		<-c.sem
 		idle.Reset(handlerIdle)
@@ -480,6 +484,12 @@ func (c *child) serveRequests(msg *ipc.Message) {
 			return
 		}
 	}
+}
+
+// carriesSecret reports whether requests of type t may carry a password
+// (cleared once served, as OpenSSH clears it once used).
+func carriesSecret(t ipc.Type) bool {
+	return t == ipc.TypeDecide || t == ipc.TypeBeginDecide || t == ipc.TypeRespond
 }
 
 // connOf returns connection id if it belongs to c.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offload/offload/internal/secret"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/transport"
@@ -245,6 +246,7 @@ func (m *Monitor) beginDecide(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer secret.WipeString(req.Req.Password) // used once decided
 	conn, err := m.preauthConn(c, req.ConnID)
 	if err != nil {
 		return nil, err
@@ -271,6 +273,7 @@ func (m *Monitor) decide(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer secret.WipeString(req.Req.Password) // used once decided
 	conn, err := m.preauthConn(c, req.ConnID)
 	if err != nil {
 		return nil, err
@@ -333,6 +336,7 @@ func (m *Monitor) respond(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer secret.WipeStrings(req.Responses) // answers may be passwords
 	conn, err := m.preauthConn(c, req.ConnID)
 	if err != nil {
 		return nil, err

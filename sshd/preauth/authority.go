@@ -3,6 +3,8 @@ package preauth
 import (
 	"context"
 
+	"github.com/offload/offload/internal/secret"
+
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
@@ -34,7 +36,9 @@ func (a *authority) Decide(ctx context.Context, req *auth.Request) (*auth.Decisi
 	if !a.begun {
 		t, a.begun = ipc.TypeBeginDecide, true
 	}
-	b, err := a.call(ctx, t, (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal())
+	payload := (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal()
+	b, err := a.call(ctx, t, payload)
+	secret.Wipe(payload) // it may hold a password
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +63,9 @@ func (a *authority) note(d *auth.Decision, method string) *auth.Decision {
 
 // Respond passes keyboard-interactive responses to the monitor.
 func (a *authority) Respond(ctx context.Context, responses []string) (*auth.Decision, error) {
-	b, err := a.call(ctx, ipc.TypeRespond, (&ipc.RespondRequest{ConnID: a.id, Responses: responses}).Marshal())
+	payload := (&ipc.RespondRequest{ConnID: a.id, Responses: responses}).Marshal()
+	b, err := a.call(ctx, ipc.TypeRespond, payload)
+	secret.Wipe(payload)
 	if err != nil {
 		return nil, err
 	}
