@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/user"
 	"strconv"
@@ -380,5 +381,36 @@ func TestWorkerCleanExitNoCrash(t *testing.T) {
 	a, d := r.admit(t, "127.0.0.2")
 	if e := r.end(t, a, d); e.Outcome != ipc.OutcomeLost {
 		t.Errorf("%v, want worker-lost", e.Outcome)
+	}
+}
+
+// TestPAMWorkBounds: requests that may wait in PAM are bounded per client
+// address and in all, apart from the other requests.
+func TestPAMWorkBounds(t *testing.T) {
+	var p pamWork
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	for range maxPAMWorkSource {
+		if !p.take(a) {
+			t.Fatal("refused within the per-source bound")
+		}
+	}
+	if p.take(a) {
+		t.Fatal("one source got more than its bound")
+	}
+	if !p.take(b) {
+		t.Fatal("another source refused")
+	}
+	p.give(a)
+	if !p.take(a) {
+		t.Fatal("a slot given back was not reusable")
+	}
+	var q pamWork
+	for i := range maxPAMWork {
+		if !q.take(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})) {
+			t.Fatal("refused within the total bound")
+		}
+	}
+	if q.take(netip.MustParseAddr("10.9.9.9")) {
+		t.Fatal("more than the total bound")
 	}
 }

@@ -444,6 +444,9 @@ func (c *child) metrics(p []byte) {
 }
 
 func (c *child) request(msg *ipc.Message) {
+	if c.role == ipc.RolePreauth && c.pamRequest(msg) {
+		return
+	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
@@ -470,9 +473,7 @@ func (c *child) serveRequests(msg *ipc.Message) {
 	defer idle.Stop()
 	for {
 		out, err := c.m.serve(c, msg)
-		if carriesSecret(msg.Type) {
-			secret.Wipe(msg.Payload)
-		}
+		secretWipe(msg)
 		c.peer.Reply(msg, out, err)
 		<-c.sem
 		idle.Reset(handlerIdle)
@@ -486,10 +487,12 @@ func (c *child) serveRequests(msg *ipc.Message) {
 	}
 }
 
-// carriesSecret reports whether requests of type t may carry a password
-// (cleared once served, as OpenSSH clears it once used).
-func carriesSecret(t ipc.Type) bool {
-	return t == ipc.TypeDecide || t == ipc.TypeBeginDecide || t == ipc.TypeRespond
+// secretWipe clears a served request that may carry a password, as
+// OpenSSH clears it once used.
+func secretWipe(msg *ipc.Message) {
+	if t := msg.Type; t == ipc.TypeDecide || t == ipc.TypeBeginDecide || t == ipc.TypeRespond {
+		secret.Wipe(msg.Payload)
+	}
 }
 
 // connOf returns connection id if it belongs to c.

@@ -149,6 +149,7 @@ type Monitor struct {
 	linger time.Duration
 	nextID atomic.Uint64
 	rates  *rates
+	pam    pamWork // requests that may be waiting in PAM
 	ctx    context.Context
 	cancel context.CancelFunc
 
