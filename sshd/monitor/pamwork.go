@@ -21,8 +21,8 @@ import (
 // client is disconnected: "authentication unavailable"), and they never
 // take the slots of other requests.
 const (
-	maxPAMWork       = 64
-	maxPAMWorkSource = 8
+	maxPAMWork       = 128
+	maxPAMWorkSource = 16
 )
 
 var errPAMBusy = errors.New("monitor: too many authentications waiting for PAM")
