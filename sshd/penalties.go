@@ -43,7 +43,8 @@ func (s *Server) penalizeSeparated(e monitor.ConnEnd) {
 		return
 	}
 	o := penalty.Outcome{Authenticated: e.Auth.Authenticated, Attempted: e.Auth.Attempted,
-		InvalidUser: e.Auth.InvalidUser, Refused: e.Auth.Refused, GraceExceeded: e.Outcome == ipc.OutcomeGrace, Crashed: e.Outcome == ipc.OutcomeCrash}
+		InvalidUser: e.Auth.InvalidUser, Refused: e.Auth.Refused, GraceExceeded: e.Outcome == ipc.OutcomeGrace,
+		Crashed: e.Outcome == ipc.OutcomeCrash, Lost: e.Outcome == ipc.OutcomeLost}
 	if k, ok := penalty.Classify(o); ok {
 		t.Penalize(addrPort(e.Remote).Addr(), k)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/offload/offload/internal/secret"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/sshlog"
 	"github.com/offload/offload/sshd/transport"
@@ -158,6 +159,10 @@ func (s *conversation) request(p []byte) (*perm.Permissions, error) {
 	}
 	s.prompts = -1 // a new request abandons a keyboard-interactive round
 	d, err := s.a.Decide(s.ctx, req)
+	if req.Method == methodPassword { // used: cleared from memory, as OpenSSH does
+		secret.WipeString(req.Password)
+		secret.Wipe(p)
+	}
 	if err != nil {
 		return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)
 	}
@@ -223,6 +228,8 @@ func (s *conversation) infoResponse(p []byte) (*perm.Permissions, error) {
 	}
 	s.prompts = -1
 	d, err := s.a.(Responder).Respond(s.ctx, resp)
+	secret.WipeStrings(resp) // answers may be passwords
+	secret.Wipe(p)
 	if err != nil {
 		return nil, s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)
 	}

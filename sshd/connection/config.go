@@ -229,7 +229,10 @@ type Config struct {
 	// GatewayPorts decides where tcpip-forward listens.
 	GatewayPorts GatewayPorts
 	// PermitOpen limits direct-tcpip targets: "host:port" entries (port
-	// "*" for any, host "*" for any), "any" or "none"; nil means any.
+	// "*" for any, host "*" for any), "any" or "none"; nil means any. As
+	// in OpenSSH, it limits direct-streamlocal too: a socket path is
+	// allowed only by an entry with port "*" and host "*" or the path
+	// ("[/run/app.sock]:*"); the key's permitopen= alike.
 	PermitOpen []string
 	// PermitListen limits tcpip-forward: "[host:]port" entries (host a
 	// pattern, port "*" for any), "any" or "none"; nil means any.

@@ -100,8 +100,10 @@
 //
 // # Forwarding
 //
-// direct-tcpip (PermitOpen and permitopen= both apply) and
-// direct-streamlocal@openssh.com channels; tcpip-forward (GatewayPorts,
+// direct-tcpip and direct-streamlocal@openssh.com channels (PermitOpen
+// and permitopen= both apply to both, as in OpenSSH: a socket path only
+// through a "*" port entry, and a stream-local open also needs local TCP
+// forwarding allowed); tcpip-forward (GatewayPorts,
 // PermitListen and permitlisten=, privileged ports refused to users other
 // than root, port 0 answered with the allocated port) and
 // streamlocal-forward@openssh.com (StreamLocalBindMask,

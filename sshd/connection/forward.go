@@ -124,6 +124,12 @@ func (m *mux) serveDirectStreamLocal(c *channel, extra []byte) {
 		c.openFail(openConnectFailed, "malformed direct-streamlocal request")
 		return
 	}
+	if why := m.streamLocalRefusal(path); why != "" {
+		// OpenSSH answers every refusal of a stream-local open alike.
+		m.log.Info("connection: direct-streamlocal refused", "path", trunc(path), "reason", why)
+		c.openFail(openConnectFailed, "open failed")
+		return
+	}
 	if why := m.socketRefusal(); why != "" {
 		c.openFail(openAdminProhibited, why)
 		return
@@ -140,6 +146,48 @@ func (m *mux) serveDirectStreamLocal(c *channel, extra []byte) {
 		return
 	}
 	splice(c, conn)
+}
+
+// streamLocalRefusal applies to a direct-streamlocal open the rules
+// OpenSSH's sshd applies to it: AllowStreamLocalForwarding,
+// DisableForwarding and no-port-forwarding as for TCP, and local TCP
+// forwarding must be allowed too
+// (AllowTcpForwarding no or remote refuses every local open), and the
+// PermitOpen list and the key's permitopen= list, when they restrict,
+// must each have an entry that matches the path: a "*" port with the
+// host "*" or the path itself ("[/run/app.sock]:*"). A host:port entry
+// for a TCP target never allows a socket.
+func (m *mux) streamLocalRefusal(path string) string {
+	if why := m.forwardingRefusal(m.cfg.AllowStreamLocalForwarding, "AllowStreamLocalForwarding"); why != "" {
+		return why
+	}
+	switch {
+	case !m.cfg.AllowTCPForwarding.localAllowed():
+		return "AllowTcpForwarding forbids local forwarding"
+	case !permitPath(m.cfg.PermitOpen, path) || !permitPath(m.perm.PermitOpen, path):
+		return "path not permitted (PermitOpen/permitopen)"
+	}
+	return ""
+}
+
+// permitPath checks a Unix socket path against a PermitOpen list as
+// OpenSSH's open_match does for a stream-local target: nil and "any"
+// allow all, "none" nothing, and an entry only with a "*" port and a "*"
+// host or the path as host.
+func permitPath(list []string, path string) bool {
+	if list == nil {
+		return true
+	}
+	for _, e := range list {
+		if e == "any" {
+			return true
+		}
+		h, p, err := net.SplitHostPort(e)
+		if err == nil && p == "*" && (h == "*" || h == path) {
+			return true
+		}
+	}
+	return false
 }
 
 // socketRefusal refuses Unix socket forwarding when the connection layer

@@ -60,10 +60,7 @@ func (m *mux) admit(o openMsg) (channelHandler, uint32, string) {
 		}
 		return m.serveDirectTCPIP, 0, ""
 	case "direct-streamlocal@openssh.com":
-		if why := m.forwardingRefusal(m.cfg.AllowStreamLocalForwarding, "AllowStreamLocalForwarding"); why != "" {
-			return nil, openAdminProhibited, why
-		}
-		return m.serveDirectStreamLocal, 0, ""
+		return m.serveDirectStreamLocal, 0, "" // refusals there, worded as OpenSSH's
 	}
 	return nil, openUnknownType, "unknown channel type"
 }

@@ -90,6 +90,15 @@ type decoder struct {
 func newDecoder(p []byte) *decoder { return &decoder{Reader: wire.NewReader(p)} }
 
 func (d *decoder) bytes(field string, max int) []byte {
+	b := d.view(field, max)
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// view is the next field, bounded, in the message itself (not copied).
+func (d *decoder) view(field string, max int) []byte {
 	b := d.Bytes(field)
 	if len(b) > max && d.err == nil {
 		d.err = &wire.FieldError{Field: field, Err: fmt.Errorf("%d bytes, at most %d", len(b), max)}
@@ -97,10 +106,12 @@ func (d *decoder) bytes(field string, max int) []byte {
 	if d.err != nil || d.Err() != nil {
 		return nil
 	}
-	return append([]byte(nil), b...)
+	return b
 }
 
-func (d *decoder) string(field string, max int) string { return string(d.bytes(field, max)) }
+// string copies the field once, into the string: a password has no
+// other copy to clear than the message and the string.
+func (d *decoder) string(field string, max int) string { return string(d.view(field, max)) }
 
 // boolean reads a boolean that must be encoded as 0 or 1: from a less
 // privileged process, anything else is malformed.
@@ -249,7 +260,11 @@ type DecideRequest struct {
 // Marshal encodes m.
 func (m *DecideRequest) Marshal() []byte {
 	r := m.Req
-	b := wire.AppendUint64(nil, m.ConnID)
+	// One allocation of the final size: a buffer outgrown by append
+	// would leave a copy of the password behind, uncleared.
+	n := 8 + 8*4 + 2 + len(r.User) + len(r.Service) + len(r.Method) + len(r.Algo) + len(r.KeyBlob) + len(r.Sig) +
+		len(r.Password) + len(r.HostKey)
+	b := wire.AppendUint64(make([]byte, 0, n), m.ConnID)
 	for _, s := range []string{r.User, r.Service, r.Method, r.Algo} {
 		b = wire.AppendString(b, s)
 	}
@@ -285,7 +300,11 @@ type RespondRequest struct {
 
 // Marshal encodes m.
 func (m *RespondRequest) Marshal() []byte {
-	b := wire.AppendUint64(nil, m.ConnID)
+	n := 8 + 4
+	for _, r := range m.Responses {
+		n += 4 + len(r)
+	}
+	b := wire.AppendUint64(make([]byte, 0, n), m.ConnID) // one allocation: no stray copy of a secret
 	b = wire.AppendUint32(b, uint32(len(m.Responses)))
 	for _, r := range m.Responses {
 		b = wire.AppendString(b, r)
@@ -399,7 +418,7 @@ func ParseHandoffRequest(p []byte) (*HandoffRequest, error) {
 // Outcome classifies how a connection ended, for penalties and logs.
 type Outcome uint8
 
-var outcomeNames = [...]string{"closed", "noauth", "authfail", "grace-exceeded", "protocol", "handed-over", "crash"}
+var outcomeNames = [...]string{"closed", "noauth", "authfail", "grace-exceeded", "protocol", "handed-over", "crash", "worker-lost"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -416,8 +435,13 @@ const (
 	OutcomeGrace                     // LoginGraceTime exceeded
 	OutcomeProtocol                  // the client broke the protocol
 	OutcomeHandedOver                // authenticated and handed to post-auth
-	OutcomeCrash                     // the process serving it died
+	OutcomeCrash                     // the process serving it died, and the monitor holds the connection's input the cause
 	maxOutcome        = OutcomeCrash
+
+	// OutcomeLost is the monitor's own: the pre-auth worker serving the
+	// connection died and nothing shows that the connection caused it.
+	// A child never reports it (ParseConnDone refuses it).
+	OutcomeLost = maxOutcome + 1
 )
 
 // ConnDone tells the monitor a connection has ended in the child.

@@ -235,3 +235,18 @@ func FuzzSessionOpened(f *testing.F) {
 func FuzzSpawnReply(f *testing.F) {
 	fuzzParse(f, &SpawnReply{PID: 7}, (*SpawnReply).Marshal, ParseSpawnReply)
 }
+
+// TestSecretMessagesOneAllocation: the requests that carry passwords are
+// marshalled into a buffer of their final size, so that no outgrown
+// buffer with a copy of the password is left behind uncleared.
+func TestSecretMessagesOneAllocation(t *testing.T) {
+	d := (&DecideRequest{ConnID: 1, Req: &auth.Request{User: "u", Service: "ssh-connection", Method: "password",
+		Password: "a long enough password", KeyBlob: []byte{1, 2}, Sig: []byte{3}, HostKey: []byte{4}}}).Marshal()
+	if len(d) != cap(d) {
+		t.Errorf("DecideRequest: %d bytes in a buffer of %d", len(d), cap(d))
+	}
+	r := (&RespondRequest{ConnID: 1, Responses: []string{"one", "two"}}).Marshal()
+	if len(r) != cap(r) {
+		t.Errorf("RespondRequest: %d bytes in a buffer of %d", len(r), cap(r))
+	}
+}

@@ -188,6 +188,7 @@ func (p *Peer) read(buf, oob []byte) (*Message, error) {
 	}
 	m := &Message{Type: Type(buf[0]), ID: binary.BigEndian.Uint32(buf[1:5]), Files: files}
 	m.Payload = append([]byte(nil), buf[headerLen:n]...)
+	clear(buf[:n]) // a password in a decide request must not outlive its use here
 	return m, nil
 }
 
@@ -320,7 +321,9 @@ func (p *Peer) send(t Type, id uint32, payload []byte, files []*os.File) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if err := p.sendmsg(b, oob); err != nil {
+	err := p.sendmsg(b, oob)
+	clear(b) // the copy of a payload that may hold a password
+	if err != nil {
 		return fmt.Errorf("ipc: send %v: %w", t, err)
 	}
 	return nil

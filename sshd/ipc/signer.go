@@ -17,6 +17,9 @@ type Signer struct {
 	ConnID uint64
 	// Provenance says where each host key lives (TransportConfig.HostKeyProvenance).
 	Provenance map[string]string
+	// Busy, when set, is the connection's slot in the worker's BusyTable:
+	// idle while the monitor signs.
+	Busy *BusySlot
 }
 
 // SignHostKeyProof asks the monitor for a hostkeys-prove-00@openssh.com
@@ -25,6 +28,8 @@ type Signer struct {
 func (s *Signer) SignHostKeyProof(alg string, pub, _ []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
 	defer cancel()
+	s.Busy.Idle()
+	defer s.Busy.Busy()
 	return s.Peer.Call(ctx, TypeProve, (&ProveRequest{ConnID: s.ConnID, Alg: alg, Pub: pub}).Marshal())
 }
 
@@ -41,5 +46,7 @@ func (s *Signer) SignExchange(alg string, pub, H []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
 	defer cancel()
 	req := &SignRequest{ConnID: s.ConnID, Alg: alg, Pub: pub, H: H}
+	s.Busy.Idle()
+	defer s.Busy.Busy()
 	return s.Peer.Call(ctx, TypeSign, req.Marshal())
 }

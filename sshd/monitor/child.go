@@ -17,8 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/offload/offload/internal/secret"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/sandbox"
+	"github.com/offload/offload/sshd/sshlog"
 )
 
 // Timeouts of a child's life.
@@ -27,6 +31,7 @@ const (
 	endTimeout     = 5 * time.Second  // from "end" to a kill
 	maxInFlight    = 256              // requests of one child served at once
 	respawnBackoff = time.Second
+	exitGrace      = time.Second // from a child's channel closing to its exit
 	maxStderrLine  = 4 << 10
 )
 
@@ -54,7 +59,9 @@ type child struct {
 	identity  *sandbox.Identity // who it runs as; nil: the monitor's own
 	ending    bool              // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
-	exited    chan struct{} // closed when the process has been reaped
+	exited    chan struct{}  // closed when the process has been reaped
+	busy      *ipc.BusyTable // pre-auth: the connections it is working on
+	readyAt   time.Time      // when it said it was ready
 	// logFloor is the lowest level of the lines the monitor relays for
 	// a post-auth process: the children's level, lowered by connections
 	// a Match block logs more of (the process sends their lines only).
@@ -84,7 +91,14 @@ func (c *child) lowerLogFloor(level slog.Level) {
 // relayLog writes a child's line into the monitor's log: at the
 // monitor's level, or, for a line at or above the floor a Match block's
 // LogLevel set, regardless of the server's level.
+//
+// A pre-auth worker's lines are marked as OpenSSH's monitor marks its
+// pre-auth child's (sshlog.MarkPreauth): a worker a client took over
+// cannot write lines that read as the monitor's.
 func (c *child) relayLog(l *ipc.Log) {
+	if c.role == ipc.RolePreauth {
+		l.Msg = sshlog.MarkPreauth(l.Msg)
+	}
 	log := c.m.log
 	if lv := slog.Level(l.Level); lv >= slog.Level(c.logFloor.Load()) && !log.Enabled(context.Background(), lv) {
 		log = slog.New(passHandler{log.Handler()})
@@ -97,12 +111,21 @@ type passHandler struct{ slog.Handler }
 
 func (passHandler) Enabled(context.Context, slog.Level) bool { return true }
 
+// alive reports whether the child can take work; m.mu is held.
 func (c *child) alive() bool {
 	select {
 	case <-c.started:
-		return c.startErr == nil && !c.ending
 	default:
 		return false
+	}
+	if c.startErr != nil || c.ending {
+		return false
+	}
+	select {
+	case <-c.peer.Done():
+		return false // its channel broke: it is being stopped
+	default:
+		return true
 	}
 }
 
@@ -141,6 +164,16 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 		defer kc.Close()
 		files = []*os.File{kc, sock}
 	}
+	if c.role == ipc.RolePreauth { // fd 4: the busy table
+		bf, err := c.newBusyTable()
+		if err != nil {
+			parent.Close()
+			return err
+		}
+		defer bf.Close()
+		files = append(files, bf)
+		env = append([]string{ipc.BusyFDEnv + "=" + strconv.Itoa(ipc.ChildFD+len(files)-1)}, env...)
+	}
 	c.cmd = &exec.Cmd{Path: c.m.exe, Args: []string{c.name}, Dir: "/", ExtraFiles: files,
 		Env:         append([]string{ipc.RoleEnv + "=" + role}, env...),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}} // it drops to cfg.Identity itself
@@ -168,7 +201,7 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 		return err
 	}
 	go c.reap()
-	go c.peer.Run()
+	go c.runPeer()
 	if ctl != nil {
 		if err := c.startKeeper(ctl); err != nil {
 			return err
@@ -179,6 +212,47 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 		err = c.peer.Notify(ipc.TypeConfig, b)
 	}
 	return err
+}
+
+// newBusyTable makes the worker's busy table and returns the worker's
+// descriptor of it.
+func (c *child) newBusyTable() (*os.File, error) {
+	t, f, err := ipc.NewBusyTable()
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	c.busy = t
+	return f, nil
+}
+
+// runPeer reads the child's messages. A channel that breaks while the
+// child is meant to run (an empty or oversized datagram, a reply to a
+// request never made, a descriptor the monitor cannot receive) leaves a
+// child the monitor can neither serve nor trust: it is killed, and a
+// worker is started again in its place.
+func (c *child) runPeer() {
+	err := c.peer.Run()
+	// A child that exits closes its end of the channel first: then it is
+	// its exit, which reap handles, not a broken channel.
+	for deadline := time.Now().Add(exitGrace); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		select {
+		case <-c.exited:
+			return
+		default:
+		}
+		if hasExited(c.cmd.Process.Pid) {
+			return
+		}
+	}
+	c.stop("monitor: the channel to a child broke; stopping it", err)
+}
+
+// hasExited reports whether process pid has exited (reaped or not),
+// without reaping it.
+func hasExited(pid int) bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != nil || info.Signo != 0 // SIGCHLD: a child in that state was found
 }
 
 // startKeeper sends a PAM session keeper its settings on its own socket
@@ -279,7 +353,7 @@ func (c *child) handle(msg *ipc.Message) {
 	}
 	switch msg.Type {
 	case ipc.TypeReady:
-		c.readyOnce.Do(func() { close(c.ready) })
+		c.readyOnce.Do(func() { c.readyAt = time.Now(); close(c.ready) })
 	case ipc.TypeLog:
 		if l, err := ipc.ParseLog(msg.Payload); err == nil {
 			c.relayLog(l)
@@ -301,7 +375,20 @@ func (c *child) handle(msg *ipc.Message) {
 // violation ends a child that broke the protocol: it is less privileged
 // and not to be argued with.
 func (c *child) violation(err error) {
-	c.m.log.Error("monitor: child broke the protocol; stopping it", "proc", c.name, "err", err)
+	c.stop("monitor: child broke the protocol; stopping it", err)
+}
+
+// stop kills the child for cause err: its connections end without a
+// penalty for their clients (the monitor stopped it), and a worker is
+// started again in its place.
+func (c *child) stop(msg string, err error) {
+	c.m.mu.Lock()
+	already := c.ending
+	c.ending = true
+	c.m.mu.Unlock()
+	if !already {
+		c.m.log.Error(msg, "proc", c.name, "err", err)
+	}
 	c.peer.Close()
 	if c.cmd.Process != nil {
 		c.cmd.Process.Kill()
@@ -325,7 +412,24 @@ func (c *child) connDone(p []byte) {
 	c.m.mu.Lock()
 	conn.bytesIn, conn.bytesOut = d.BytesIn, d.BytesOut
 	c.m.mu.Unlock()
-	c.m.finish(conn, d.Outcome, cause)
+	c.m.finish(conn, c.m.observed(conn, d.Outcome), cause)
+}
+
+// observed is the outcome of a connection a child reported ended, as far
+// as the monitor can check it: a crash is the monitor's own finding (a
+// process it watched died), never a child's word, and LoginGraceTime is
+// exceeded only once it has passed since the monitor admitted the
+// connection. A child cannot thus get a penalty put on a client.
+func (m *Monitor) observed(conn *mconn, out ipc.Outcome) ipc.Outcome {
+	switch out {
+	case ipc.OutcomeCrash, ipc.OutcomeLost, ipc.OutcomeHandedOver:
+		return ipc.OutcomeClosed
+	case ipc.OutcomeGrace:
+		if g := m.cfg.LoginGraceTime; g <= 0 || time.Since(conn.start) < g {
+			return ipc.OutcomeNoAuth
+		}
+	}
+	return out
 }
 
 func (c *child) metrics(p []byte) {
@@ -340,6 +444,9 @@ func (c *child) metrics(p []byte) {
 }
 
 func (c *child) request(msg *ipc.Message) {
+	if c.role == ipc.RolePreauth && c.pamRequest(msg) {
+		return
+	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
@@ -366,6 +473,7 @@ func (c *child) serveRequests(msg *ipc.Message) {
 	defer idle.Stop()
 	for {
 		out, err := c.m.serve(c, msg)
+		secretWipe(msg)
 		c.peer.Reply(msg, out, err)
 		<-c.sem
 		idle.Reset(handlerIdle)
@@ -376,6 +484,14 @@ func (c *child) serveRequests(msg *ipc.Message) {
 		case <-c.peer.Done():
 			return
 		}
+	}
+}
+
+// secretWipe clears a served request that may carry a password, as
+// OpenSSH clears it once used.
+func secretWipe(msg *ipc.Message) {
+	if t := msg.Type; t == ipc.TypeDecide || t == ipc.TypeBeginDecide || t == ipc.TypeRespond {
+		secret.Wipe(msg.Payload)
 	}
 }
 
@@ -391,7 +507,8 @@ func (m *Monitor) connOf(c *child, id uint64) *mconn {
 }
 
 // childDied ends the connections of a child that exited and starts a
-// worker again in its place.
+// worker again in its place. The connections it held are closed; which
+// of them, if any, is charged with the death is crashOutcomes's call.
 func (m *Monitor) childDied(c *child, err error) {
 	m.mu.Lock()
 	var conns []*mconn
@@ -403,42 +520,68 @@ func (m *Monitor) childDied(c *child, err error) {
 	if c.role == ipc.RolePostauth && m.post[c.key] == c {
 		delete(m.post, c.key)
 	}
+	installed := c.role == ipc.RolePreauth && c.slot < len(m.workers) && m.workers[c.slot] == c
 	m.mu.Unlock()
-	out := ipc.OutcomeCrash
-	if wasEnding {
-		out = ipc.OutcomeClosed
-	} else {
+	if !wasEnding {
 		m.log.Error("monitor: child process ended unexpectedly", "proc", c.name, "err", err, "connections", len(conns))
 	}
+	outs := m.crashOutcomes(c, err, wasEnding, conns)
+	c.busy.Close()
 	for _, conn := range conns {
-		m.finish(conn, out, err)
+		m.finish(conn, outs[conn], err)
 	}
-	if c.role == ipc.RolePreauth && !closing {
-		go m.respawn(c.slot)
+	if installed && !closing {
+		// A worker that ran is started again at once; one that dies
+		// as soon as it is up waits, so that a crash loop does not spin.
+		wait := time.Duration(0)
+		if time.Since(c.readyAt) < respawnBackoff {
+			wait = respawnBackoff
+		}
+		go m.respawn(c.slot, wait)
 	}
 }
 
-// respawn starts worker slot again, after a pause so that a worker that
-// cannot start does not spin.
-func (m *Monitor) respawn(slot int) {
-	select {
-	case <-time.After(respawnBackoff):
-	case <-m.ctx.Done():
-		return
-	}
-	w, err := m.startWorker(slot)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err != nil || m.closing {
-		if err != nil {
-			m.log.Error("monitor: restarting a pre-auth worker failed", "slot", slot, "err", err)
-			go m.respawn(slot)
-		} else {
-			go w.end("shutting down")
+// respawn starts worker slot again after wait, and again after a pause
+// each time it cannot start. Connections waiting for a worker go to the
+// new one.
+func (m *Monitor) respawn(slot int, wait time.Duration) {
+	for {
+		if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-m.ctx.Done():
+				return
+			}
 		}
+		if m.ctx.Err() != nil {
+			return
+		}
+		w, err := m.startWorker(slot)
+		if err == nil {
+			m.installWorker(slot, w)
+			return
+		}
+		m.log.Error("monitor: restarting a pre-auth worker failed", "slot", slot, "err", err)
+		wait = respawnBackoff
+	}
+}
+
+// installWorker makes w the worker of slot and gives it the connections
+// waiting for one.
+func (m *Monitor) installWorker(slot int, w *child) {
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		go w.end("shutting down")
 		return
 	}
 	m.workers[slot] = w
+	waiting := m.waiting
+	m.waiting = nil
+	m.mu.Unlock()
+	for _, c := range waiting {
+		m.dispatch(c)
+	}
 }
 
 // startWorker starts pre-auth worker slot.

@@ -42,6 +42,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -148,15 +149,19 @@ type Monitor struct {
 	linger time.Duration
 	nextID atomic.Uint64
 	rates  *rates
+	pam    pamWork // requests that may be waiting in PAM
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	workers []*child
-	conns   map[uint64]*mconn
-	post    map[string]*child
-	closing bool
-	kids    sync.WaitGroup // child processes not yet reaped
+	mu       sync.Mutex
+	workers  []*child
+	conns    map[uint64]*mconn
+	waiting  []*mconn // admitted while no worker could take them
+	post     map[string]*child
+	suspects map[netip.Addr]suspect // sources seen on a dead worker (crash.go)
+	deaths   uint64                 // pre-auth worker deaths
+	closing  bool
+	kids     sync.WaitGroup // child processes not yet reaped
 }
 
 // New checks cfg and starts the pre-auth workers.
@@ -186,7 +191,8 @@ func newMonitor(cfg Config) (*Monitor, error) {
 		return nil, errors.New("monitor: HostKeys, HostPublicKeys and NewLogin are required")
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, exe: cfg.Executable, root: os.Geteuid() == 0,
-		conns: map[uint64]*mconn{}, post: map[string]*child{}, rates: newRates(), linger: cfg.Linger}
+		conns: map[uint64]*mconn{}, post: map[string]*child{}, rates: newRates(), linger: cfg.Linger,
+		suspects: map[netip.Addr]suspect{}}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -232,8 +238,10 @@ type mconn struct {
 	user          string
 	perms         *perm.Permissions
 	settings      *connection.Config
+	signing       bool     // the first exchange's signature is being made
+	authOver      bool     // the login ended with a Disconnect verdict: nothing more is answered
 	signs         bucket   // pre-auth re-exchanges
-	signing       signGate // one signature at a time (rates.go)
+	turn          signGate // one post-auth signature at a time (rates.go)
 	grace         *time.Timer
 	done          chan struct{}
 	preauthEnd    func() // called once when the connection leaves pre-auth
@@ -253,10 +261,12 @@ type mconn struct {
 }
 
 // Admit takes a new connection: the monitor keeps a copy of its socket
-// and gives it to the least busy pre-auth worker. nc is closed (the
-// copies live on). preauthEnd is called once, when the connection is
-// authenticated or has ended. The returned channel is closed when the
-// connection has ended, wherever it was served.
+// and gives it to the least busy pre-auth worker; while none can take it
+// (they are being restarted) it waits, within LoginGraceTime, for one
+// that can. nc is closed (the copies live on). preauthEnd is called
+// once, when the connection is authenticated or has ended. The returned
+// channel is closed when the connection has ended, wherever it was
+// served.
 func (m *Monitor) Admit(nc net.Conn, preauthEnd func()) (<-chan struct{}, error) {
 	local, remote := nc.LocalAddr(), nc.RemoteAddr()
 	f, err := socketFile(nc)
@@ -268,16 +278,60 @@ func (m *Monitor) Admit(nc net.Conn, preauthEnd func()) (<-chan struct{}, error)
 		done: make(chan struct{}), preauthEnd: onceFunc(preauthEnd), signs: newConnBucket(),
 		start: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
-	w, err := m.register(c)
-	if err != nil {
+	if err := m.register(c); err != nil {
 		f.Close()
 		return nil, err
 	}
-	msg := (&ipc.NewConn{ConnID: c.id, Local: c.local.String(), Remote: c.remote.String()}).Marshal()
-	if err := w.peer.Notify(ipc.TypeNewConn, msg, f); err != nil {
-		m.finish(c, ipc.OutcomeCrash, err)
-	}
+	m.dispatch(c)
 	return c.done, nil
+}
+
+// dispatch gives c to the least busy live worker, or leaves it waiting
+// for one. A worker whose channel fails to take it is stopped (and
+// started again), and c goes to another.
+func (m *Monitor) dispatch(c *mconn) {
+	for {
+		w := m.assign(c)
+		if w == nil {
+			return
+		}
+		msg := (&ipc.NewConn{ConnID: c.id, Local: c.local.String(), Remote: c.remote.String()}).Marshal()
+		err := w.peer.Notify(ipc.TypeNewConn, msg, c.file)
+		if err == nil {
+			return
+		}
+		m.mu.Lock()
+		if c.owner == w {
+			delete(w.conns, c.id)
+			c.owner = nil
+		}
+		m.mu.Unlock()
+		w.violation(fmt.Errorf("passing a connection: %w", err))
+	}
+}
+
+// assign makes the least busy live worker c's owner and returns it; with
+// none, c joins the waiting connections and assign returns nil (also for
+// a c that has ended).
+func (m *Monitor) assign(c *mconn) *child {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.phase != phasePreauth {
+		return nil
+	}
+	var best *child
+	for _, w := range m.workers {
+		if w.alive() && (best == nil || len(w.conns) < len(best.conns)) {
+			best = w
+		}
+	}
+	if best == nil {
+		m.waiting = append(m.waiting, c)
+		return nil
+	}
+	c.owner = best
+	best.conns[c.id] = c
+	return best
 }
 
 func onceFunc(f func()) func() {
@@ -300,29 +354,18 @@ func socketFile(nc net.Conn) (*os.File, error) {
 	return f, nil
 }
 
-// register records c with the least busy worker.
-func (m *Monitor) register(c *mconn) (*child, error) {
+// register records c and starts its LoginGraceTime.
+func (m *Monitor) register(c *mconn) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
-		return nil, ErrClosed
+		return ErrClosed
 	}
-	var best *child
-	for _, w := range m.workers {
-		if w.alive() && (best == nil || len(w.conns) < len(best.conns)) {
-			best = w
-		}
-	}
-	if best == nil {
-		return nil, errors.New("monitor: no pre-auth worker is running")
-	}
-	c.owner = best
-	best.conns[c.id] = c
 	m.conns[c.id] = c
 	if g := m.cfg.LoginGraceTime; g > 0 {
 		c.grace = time.AfterFunc(g, func() { m.graceExceeded(c) })
 	}
-	return best, nil
+	return nil
 }
 
 // graceExceeded ends a connection that has not authenticated in time: the
@@ -337,7 +380,9 @@ func (m *Monitor) graceExceeded(c *mconn) {
 	ap, _ := netip.ParseAddrPort(c.remote.String())
 	m.log.Info(fmt.Sprintf("Timeout before authentication for %s port %d", ap.Addr().Unmap(), ap.Port()), sshlog.Worded(),
 		"conn", c.id, "remote", c.remote.String())
-	owner.peer.Notify(ipc.TypeCloseConn, (&ipc.CloseConn{ConnID: c.id, Reason: "login grace time exceeded"}).Marshal())
+	if owner != nil {
+		owner.peer.Notify(ipc.TypeCloseConn, (&ipc.CloseConn{ConnID: c.id, Reason: "login grace time exceeded"}).Marshal())
+	}
 	m.finish(c, ipc.OutcomeGrace, nil)
 }
 
@@ -348,11 +393,16 @@ func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
 		m.mu.Unlock()
 		return
 	}
+	if c.phase == phaseHanded && (out == ipc.OutcomeCrash || out == ipc.OutcomeLost) {
+		out = ipc.OutcomeClosed // after the login: the user's own process, never a penalty
+	}
 	c.phase, c.outcome = phaseDone, out
 	delete(m.conns, c.id)
 	owner := c.owner
 	if owner != nil {
 		delete(owner.conns, c.id)
+	} else {
+		m.waiting = slices.DeleteFunc(m.waiting, func(x *mconn) bool { return x == c })
 	}
 	m.mu.Unlock()
 	if c.file != nil {
@@ -378,6 +428,9 @@ func (m *Monitor) finish(c *mconn, out ipc.Outcome, err error) {
 // decision in progress has returned).
 func (m *Monitor) ended(c *mconn, out ipc.Outcome, err error) {
 	sum := m.closeLogin(c)
+	if out != ipc.OutcomeCrash && out != ipc.OutcomeLost {
+		m.cleared(addrOf(c.remote))
+	}
 	m.log.Debug("monitor: connection ended", "conn", c.id, "outcome", out.String(), "err", err,
 		"duration", time.Since(c.start), "bytes_in", c.bytesIn, "bytes_out", c.bytesOut)
 	if m.cfg.OnConnEnd != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offload/offload/internal/secret"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/transport"
@@ -21,6 +22,7 @@ var (
 	errHashSize   = errors.New("monitor: not the size of an exchange hash")
 	errRekeyRate  = errors.New("monitor: too many key re-exchanges")
 	errSessionID  = errors.New("monitor: state is not this connection's session")
+	errAuthOver   = errors.New("monitor: the connection's authentication has ended")
 )
 
 // decideTimeout bounds one authentication decision (a keys command, PAM).
@@ -76,49 +78,57 @@ func (m *Monitor) sign(c *child, p []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer m.signTurn(c, req.ConnID)()
-	conn, err := m.signable(c, req)
+	conn, first, err := m.signable(c, req)
 	if err != nil {
 		m.log.Warn("monitor: signature refused", "proc", c.name, "conn", req.ConnID, "err", err)
 		return nil, err
 	}
 	sig, err := m.cfg.HostKeys.SignExchange(req.Alg, req.Pub, req.H)
+	if first {
+		m.mu.Lock()
+		conn.signing = false
+		if err == nil {
+			conn.sessionID, conn.hostKey = bytes.Clone(req.H), bytes.Clone(req.Pub)
+		}
+		m.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if conn.sessionID == nil {
-		conn.sessionID, conn.hostKey = bytes.Clone(req.H), bytes.Clone(req.Pub)
-	}
-	m.mu.Unlock()
 	return sig, nil
 }
 
 // signable checks a signature request against the connection's record
-// and the limits.
-func (m *Monitor) signable(c *child, req *ipc.SignRequest) (*mconn, error) {
+// and the limits; first is set for the connection's first exchange, of
+// which there is one: while its signature is being made, every other
+// request for the connection is refused.
+func (m *Monitor) signable(c *child, req *ipc.SignRequest) (*mconn, bool, error) {
 	if n := len(req.H); n != 32 && n != 48 && n != 64 {
-		return nil, errHashSize
+		return nil, false, errHashSize
 	}
 	if !m.isHostKey(req.Alg, req.Pub) {
-		return nil, errNoHostKey
+		return nil, false, errNoHostKey
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	conn := m.conns[req.ConnID]
 	switch {
 	case conn == nil || conn.owner != c:
-		return nil, errNotYours
-	case conn.phase == phaseAuthed || conn.phase == phaseDone:
-		return nil, errWrongPhase
+		return nil, false, errNotYours
+	case conn.authOver:
+		return nil, false, errAuthOver
+	case conn.phase == phaseAuthed || conn.phase == phaseDone || conn.signing:
+		return nil, false, errWrongPhase
 	case conn.sessionID == nil:
-		return conn, nil // the first exchange
+		conn.signing = true // the first exchange
+		return conn, true, nil
 	case conn.phase == phaseHanded:
-		return conn, nil // never refused: see rates.go
+		return conn, false, nil // never refused: see rates.go
 	}
 	if !m.rates.allowRekey(&conn.signs, conn.remote, time.Now()) {
-		return nil, errRekeyRate
+		return nil, false, errRekeyRate
 	}
-	return conn, nil
+	return conn, false, nil
 }
 
 func (m *Monitor) isHostKey(alg string, pub []byte) bool {
@@ -156,6 +166,8 @@ func (m *Monitor) prove(c *child, p []byte) ([]byte, error) {
 	switch {
 	case conn == nil || conn.owner != c || conn.sessionID == nil:
 		err = errNotYours
+	case conn.authOver:
+		err = errAuthOver
 	case conn.proofs >= maxProofs:
 		err = errProofs
 	default:
@@ -178,6 +190,8 @@ func (m *Monitor) preauthConn(c *child, id uint64) (*mconn, error) {
 	switch {
 	case conn == nil || conn.owner != c:
 		return nil, errNotYours
+	case conn.authOver:
+		return nil, errAuthOver
 	case conn.phase != phasePreauth || conn.sessionID == nil:
 		return nil, errWrongPhase
 	}
@@ -230,6 +244,7 @@ func (m *Monitor) beginDecide(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer secret.WipeString(req.Req.Password) // used once decided
 	conn, err := m.preauthConn(c, req.ConnID)
 	if err != nil {
 		return nil, err
@@ -256,6 +271,7 @@ func (m *Monitor) decide(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer secret.WipeString(req.Req.Password) // used once decided
 	conn, err := m.preauthConn(c, req.ConnID)
 	if err != nil {
 		return nil, err
@@ -275,16 +291,39 @@ func (m *Monitor) decideLocked(conn *mconn, req *auth.Request) (*auth.Decision, 
 	if conn.login == nil || conn.loginDone {
 		return nil, errWrongPhase
 	}
+	if m.authEnded(conn) { // by a decision this one waited for
+		return nil, errAuthOver
+	}
 	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
 	defer cancel()
 	d, err := conn.login.Decide(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if d.Verdict == auth.Success {
-		m.granted(conn, d)
-	}
+	m.verdict(conn, d)
 	return d, nil
+}
+
+// authEnded reports whether the connection's authentication ended with
+// a Disconnect, or the login was granted (conn.lmu held).
+func (m *Monitor) authEnded(conn *mconn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return conn.authOver || conn.phase != phasePreauth
+}
+
+// verdict records what a decision means for the connection: a Success
+// grants the login, a Disconnect ends its authentication for good (a
+// worker that carries on regardless gets nothing more for it).
+func (m *Monitor) verdict(conn *mconn, d *auth.Decision) {
+	switch d.Verdict {
+	case auth.Success:
+		m.granted(conn, d)
+	case auth.Disconnect:
+		m.mu.Lock()
+		conn.authOver = true
+		m.mu.Unlock()
+	}
 }
 
 // respond passes keyboard-interactive responses to the connection's
@@ -295,6 +334,7 @@ func (m *Monitor) respond(c *child, p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer secret.WipeStrings(req.Responses) // answers may be passwords
 	conn, err := m.preauthConn(c, req.ConnID)
 	if err != nil {
 		return nil, err
@@ -305,15 +345,16 @@ func (m *Monitor) respond(c *child, p []byte) ([]byte, error) {
 	if conn.login == nil || conn.loginDone || !ok {
 		return nil, errWrongPhase
 	}
+	if m.authEnded(conn) {
+		return nil, errAuthOver
+	}
 	ctx, cancel := context.WithTimeout(conn.ctx, decideTimeout)
 	defer cancel()
 	d, err := r.Respond(ctx, req.Responses)
 	if err != nil {
 		return nil, err
 	}
-	if d.Verdict == auth.Success {
-		m.granted(conn, d)
-	}
+	m.verdict(conn, d)
 	return ipc.MarshalDecision(d), nil
 }
 

@@ -204,7 +204,7 @@ func TestParse(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	for o, want := range map[Outcome]Kind{
-		{Crashed: true, Authenticated: true}:   Crash,
+		{Crashed: true}:                        Crash,
 		{GraceExceeded: true, Attempted: true}: GraceExceeded,
 		{InvalidUser: true, Attempted: true}:   InvalidUser,
 		{Attempted: true}:                      AuthFail,
@@ -253,4 +253,28 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("negative duration %v from %q", d, pen)
 		}
 	})
+}
+
+// TestClassifyAfterAuthentication: only pre-auth outcomes are penalised:
+// an authenticated connection whose process crashed is not (OpenSSH
+// never penalises after authentication), nor a connection lost with a
+// worker that something else crashed.
+func TestClassifyAfterAuthentication(t *testing.T) {
+	for _, tc := range []struct {
+		o    Outcome
+		k    Kind
+		want bool
+	}{
+		{Outcome{Authenticated: true, Crashed: true}, 0, false},
+		{Outcome{Authenticated: true}, 0, false},
+		{Outcome{Lost: true, Attempted: true}, 0, false},
+		{Outcome{Crashed: true, Attempted: true}, Crash, true},
+		{Outcome{GraceExceeded: true}, GraceExceeded, true},
+		{Outcome{}, NoAuth, true},
+	} {
+		k, ok := Classify(tc.o)
+		if ok != tc.want || (ok && k != tc.k) {
+			t.Errorf("Classify(%+v) = %v %v, want %v %v", tc.o, k, ok, tc.k, tc.want)
+		}
+	}
 }

@@ -280,7 +280,12 @@ func (h *expiryHeap) Pop() any {
 // Outcome is how a connection ended, as the monitor knows it.
 type Outcome struct {
 	Authenticated bool // a login succeeded
-	Crashed       bool // its pre-auth process died
+	Crashed       bool // its pre-auth process died, and this connection is held the cause
+	// Lost: its pre-auth process died and nothing shows this connection
+	// caused it (another connection of the worker did, or the worker was
+	// killed): no penalty, as for the other clients of a crashed OpenSSH
+	// child, which have children of their own.
+	Lost          bool
 	GraceExceeded bool // LoginGraceTime passed
 	Refused       bool // RefuseConnection
 	InvalidUser   bool // authentication was attempted for an invalid user
@@ -289,12 +294,14 @@ type Outcome struct {
 
 // Classify names the penalty for an ended connection, in the order
 // OpenSSH's listener applies them; ok is false when none is due.
+// An authenticated connection is never penalised, however it ended (a
+// post-auth process that crashed is the user's own), as in OpenSSH.
 func Classify(o Outcome) (k Kind, ok bool) {
 	switch {
+	case o.Authenticated, o.Lost:
+		return 0, false
 	case o.Crashed:
 		return Crash, true
-	case o.Authenticated:
-		return 0, false
 	case o.GraceExceeded:
 		return GraceExceeded, true
 	case o.Refused:

@@ -3,6 +3,8 @@ package preauth
 import (
 	"context"
 
+	"github.com/offload/offload/internal/secret"
+
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
@@ -17,6 +19,7 @@ type authority struct {
 	failed bool   // a request was refused: the connection ends as authfail
 	user   string // of the requests
 	begun  bool   // the monitor has begun the login
+	busy   *ipc.BusySlot
 }
 
 // Begin only notes the user: the monitor begins the login with the first
@@ -28,11 +31,14 @@ func (a *authority) Begin(_ context.Context, user, _ string) (string, error) {
 }
 
 func (a *authority) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, error) {
+	crashHook(req.User)
 	t := ipc.TypeDecide
 	if !a.begun {
 		t, a.begun = ipc.TypeBeginDecide, true
 	}
-	b, err := a.peer.Call(ctx, t, (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal())
+	payload := (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal()
+	b, err := a.call(ctx, t, payload)
+	secret.Wipe(payload) // it may hold a password
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +63,9 @@ func (a *authority) note(d *auth.Decision, method string) *auth.Decision {
 
 // Respond passes keyboard-interactive responses to the monitor.
 func (a *authority) Respond(ctx context.Context, responses []string) (*auth.Decision, error) {
-	b, err := a.peer.Call(ctx, ipc.TypeRespond, (&ipc.RespondRequest{ConnID: a.id, Responses: responses}).Marshal())
+	payload := (&ipc.RespondRequest{ConnID: a.id, Responses: responses}).Marshal()
+	b, err := a.call(ctx, ipc.TypeRespond, payload)
+	secret.Wipe(payload)
 	if err != nil {
 		return nil, err
 	}
@@ -66,4 +74,12 @@ func (a *authority) Respond(ctx context.Context, responses []string) (*auth.Deci
 		return nil, err
 	}
 	return a.note(d, "keyboard-interactive"), nil
+}
+
+// call asks the monitor, the connection marked idle meanwhile (the
+// monitor's decision may take a while: PAM, a keys command).
+func (a *authority) call(ctx context.Context, t ipc.Type, payload []byte) ([]byte, error) {
+	a.busy.Idle()
+	defer a.busy.Busy()
+	return a.peer.Call(ctx, t, payload)
 }

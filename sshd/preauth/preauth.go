@@ -77,12 +77,17 @@ type worker struct {
 	mu       sync.Mutex
 	conns    map[uint64]net.Conn
 	reporter *ipc.MetricsReporter // nil without metrics
+	busy     *ipc.BusyTable       // shared with the monitor; nil: none
 }
 
 func newWorker(child *ipc.Child) (*worker, error) {
 	cfg := child.Config
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel))
 	w := &worker{peer: child.Peer, cfg: cfg, log: log, conns: map[uint64]net.Conn{}}
+	var err error
+	if w.busy, err = openBusyTable(); err != nil { // before the sandbox
+		return w, err
+	}
 	metrics, reporter := child.Metrics()
 	w.reporter = reporter
 	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
@@ -140,10 +145,12 @@ func (w *worker) newConn(m *ipc.Message) {
 		f.Close()
 		return
 	}
+	slot := w.busy.Slot(nc.ConnID)
+	c = &markedConn{Conn: rawio.WrapConn(c), slot: slot}
 	w.mu.Lock()
 	w.conns[nc.ConnID] = c
 	w.mu.Unlock()
-	go w.serve(nc.ConnID, c, f)
+	go w.serve(nc.ConnID, c, f, slot)
 }
 
 func (w *worker) closeConn(id uint64) {
@@ -164,8 +171,9 @@ func (w *worker) closeAll() {
 }
 
 // serve runs one connection up to its hand-over; a panic ends only it.
-func (w *worker) serve(id uint64, nc net.Conn, f *os.File) {
+func (w *worker) serve(id uint64, nc net.Conn, f *os.File, slot *ipc.BusySlot) {
 	defer f.Close()
+	defer slot.Release()
 	log := w.log.With("conn", id, "remote", nc.RemoteAddr().String())
 	defer func() {
 		if r := recover(); r != nil {
@@ -177,7 +185,7 @@ func (w *worker) serve(id uint64, nc net.Conn, f *os.File) {
 		delete(w.conns, id)
 		w.mu.Unlock()
 	}()
-	out, err := w.run(id, nc, log)
+	out, err := w.run(id, nc, log, slot)
 	if out != ipc.OutcomeHandedOver {
 		w.done(id, f, out, err)
 		nc.Close()
@@ -186,15 +194,16 @@ func (w *worker) serve(id uint64, nc net.Conn, f *os.File) {
 
 // run authenticates the connection and hands it over; it returns how the
 // connection ended here.
-func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger) (ipc.Outcome, error) {
+func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger, slot *ipc.BusySlot) (ipc.Outcome, error) {
 	if g := w.cfg.LoginGraceTime; g > 0 {
 		nc.SetDeadline(time.Now().Add(g))
 	}
-	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: &ipc.Signer{Peer: w.peer, ConnID: id, Provenance: w.cfg.Transport.HostKeyProvenance}})
+	signer := &ipc.Signer{Peer: w.peer, ConnID: id, Provenance: w.cfg.Transport.HostKeyProvenance, Busy: slot}
+	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: signer})
 	if err != nil {
 		return outcomeOf(err, ipc.OutcomeNoAuth), err
 	}
-	a := &authority{peer: w.peer, id: id}
+	a := &authority{peer: w.peer, id: id, busy: slot}
 	opts := &auth.ServeOptions{MaxRequests: w.cfg.MaxRequests, Logger: log, Remote: nc.RemoteAddr()}
 	if _, err := auth.Serve(context.Background(), tc, a, opts); err != nil {
 		tc.Close()
@@ -204,6 +213,7 @@ func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger) (ipc.Outcome, err
 		return outcomeOf(err, ipc.OutcomeNoAuth), err
 	}
 	nc.SetDeadline(time.Time{})
+	slot.Idle() // the rest is the monitor's
 	return w.handOver(id, tc)
 }
 

@@ -3,6 +3,7 @@ package sshlog
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // Peer is who a connection line is about, as OpenSSH names it.
@@ -56,4 +57,19 @@ func ReceivedDisconnect(p Peer, reason uint32, msg string) string {
 // invalid user U A port P: Too many authentication failures [preauth]").
 func TooManyFailures(p Peer) string {
 	return "Disconnecting " + p.String() + ": Too many authentication failures" + preauth(p)
+}
+
+// PreauthMark is the marker OpenSSH's monitor puts after each line its
+// unprivileged pre-authentication child sends it.
+const PreauthMark = " [preauth]"
+
+// MarkPreauth is a line a pre-auth worker sent, as the monitor logs it:
+// ending in exactly one PreauthMark, whatever the worker wrote, so that a
+// worker cannot pass a line off as the monitor's ("Accepted publickey
+// for root from …" without the mark).
+func MarkPreauth(msg string) string {
+	for strings.HasSuffix(msg, PreauthMark) {
+		msg = strings.TrimSuffix(msg, PreauthMark)
+	}
+	return msg + PreauthMark
 }

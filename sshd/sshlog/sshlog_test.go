@@ -72,3 +72,16 @@ func TestLines(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkPreauth(t *testing.T) {
+	for in, want := range map[string]string{
+		"Accepted publickey for root from 192.0.2.1 port 22 ssh2": "Accepted publickey for root from 192.0.2.1 port 22 ssh2 [preauth]",
+		"Connection closed by 192.0.2.1 port 22 [preauth]":        "Connection closed by 192.0.2.1 port 22 [preauth]",
+		"x [preauth] [preauth]":                                   "x [preauth]",
+		"":                                                        " [preauth]",
+	} {
+		if got := MarkPreauth(in); got != want {
+			t.Errorf("MarkPreauth(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -52,13 +52,27 @@ func startDaemonWith(t *testing.T, wrapper []string, extra []*os.File, lines ...
 	return launch(t, nil, t.TempDir(), wrapper, extra, lines...)
 }
 
+// startDaemonBinary is startDaemon with another build of the program.
+func startDaemonBinary(t *testing.T, bin string, lines ...string) *daemon {
+	t.Helper()
+	return launchBinary(t, bin, nil, t.TempDir(), nil, nil, lines...)
+}
+
 // launch starts offload sshd (as a when it is not nil) with its files in
 // dir.
 func launch(t *testing.T, a *account, dir string, wrapper []string, extra []*os.File, lines ...string) *daemon {
 	t.Helper()
+	return launchBinary(t, "", a, dir, wrapper, extra, lines...)
+}
+
+// launchBinary is launch with the program bin ("": the test build).
+func launchBinary(t *testing.T, bin string, a *account, dir string, wrapper []string, extra []*os.File, lines ...string) *daemon {
+	t.Helper()
 	testenv.Root(t)
 	testenv.LookPath(t, "ssh", "Debian package openssh-client")
-	bin := testenv.OffloadBinary(t)
+	if bin == "" {
+		bin = testenv.OffloadBinary(t)
+	}
 	if a != nil { // the user must be able to run the program
 		bin = copyBinary(t, bin, dir, a)
 	}

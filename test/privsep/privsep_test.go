@@ -225,16 +225,14 @@ func TestWorkerCrashEndsOnlyItsConnections(t *testing.T) {
 	if closed == 0 || closed == len(pending) {
 		t.Fatalf("%d of %d pending connections ended; want those of the killed worker only", closed, len(pending))
 	}
-	// The crash is the killed worker's sources' fault, as in OpenSSH
-	// (PerSourcePenalties crash): 127.0.0.1 is refused for a while,
-	// another source logs in.
+	// Nothing shows the killed worker's clients caused its death (they
+	// were waiting for their clients): none is penalised, and
+	// 127.0.0.1 is served at once (docs/security.md, crash attribution).
 	if c, err := net.Dial("tcp", "127.0.0.1:"+d.port); err == nil {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		b, _ := io.ReadAll(c)
-		c.Close()
-		if !strings.Contains(string(b), "Not allowed at this time") {
-			t.Errorf("after the crash 127.0.0.1 got %q, want the penalty refusal", b)
+		if l := readLine(t, c); !strings.HasPrefix(l, "SSH-2.0-") {
+			t.Errorf("after the kill 127.0.0.1 got %q, want the server's version", l)
 		}
+		c.Close()
 	}
 	d.mustSSH(a, "true", "BindAddress=127.0.0.2")
 	waitFor(t, "a new pre-auth worker", func() bool { return len(d.children("offload-sshd: pre-auth worker")) == 2 })
