@@ -19,6 +19,7 @@ const (
 	FamilyKeyAgreement                   // ephemeral Diffie-Hellman
 	FamilyKEM                            // key encapsulation
 	FamilyHash                           // hash.Hash
+	FamilyBlock                          // cipher.Block from a key (AES, 3DES), for CBC modes
 )
 
 var familyNames = map[Family]string{
@@ -31,6 +32,7 @@ var familyNames = map[Family]string{
 	FamilyKeyAgreement: "key-agreement",
 	FamilyKEM:          "kem",
 	FamilyHash:         "hash",
+	FamilyBlock:        "block",
 }
 
 func (f Family) String() string {
@@ -46,8 +48,11 @@ type Algorithm struct {
 	Name   string
 	Family Family
 
-	KeySize   int // symmetric key size; 0 where not applicable
-	NonceSize int // AEAD nonce, stream IV or keystream nonce
+	KeySize int // symmetric key size; 0 where not applicable
+	// NonceSize is the AEAD nonce, stream IV or keystream nonce; for a
+	// MAC that takes a nonce (UMAC) it is the nonce's size, and the nonce
+	// is the first NonceSize bytes written to the hash.Hash.
+	NonceSize int
 	TagSize   int // AEAD tag or MAC output
 	BlockSize int // cipher or hash block size
 
@@ -74,11 +79,24 @@ var catalog = []*Algorithm{
 
 	{Name: "aes128-ctr", Family: FamilyStream, KeySize: 16, NonceSize: 16, BlockSize: 16, Bulk: true},
 	{Name: "aes256-ctr", Family: FamilyStream, KeySize: 32, NonceSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "aes192-ctr", Family: FamilyStream, KeySize: 24, NonceSize: 16, BlockSize: 16, Bulk: true},
 	{Name: "chacha20", Family: FamilyKeyStream, KeySize: 32, NonceSize: 12, BlockSize: 64, Bulk: true},
 
 	{Name: "poly1305", Family: FamilyOneTimeMAC, KeySize: 32, TagSize: 16, BlockSize: 16, Bulk: true},
 	{Name: "hmac-sha256", Family: FamilyMAC, KeySize: 32, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
 	{Name: "hmac-sha512", Family: FamilyMAC, KeySize: 64, TagSize: 64, BlockSize: 128, Hash: crypto.SHA512, Bulk: true},
+
+	// Legacy algorithms for old SSH peers (off by default in the server):
+	// block ciphers for CBC, HMAC over SHA-1 and MD5, and UMAC (RFC 4418,
+	// its 8-byte nonce written first).
+	{Name: "aes128", Family: FamilyBlock, KeySize: 16, BlockSize: 16, Bulk: true},
+	{Name: "aes192", Family: FamilyBlock, KeySize: 24, BlockSize: 16, Bulk: true},
+	{Name: "aes256", Family: FamilyBlock, KeySize: 32, BlockSize: 16, Bulk: true},
+	{Name: "3des", Family: FamilyBlock, KeySize: 24, BlockSize: 8, Bulk: true},
+	{Name: "hmac-sha1", Family: FamilyMAC, KeySize: 20, TagSize: 20, BlockSize: 64, Hash: crypto.SHA1, Bulk: true},
+	{Name: "hmac-md5", Family: FamilyMAC, KeySize: 16, TagSize: 16, BlockSize: 64, Hash: crypto.MD5, Bulk: true},
+	{Name: "umac-64", Family: FamilyMAC, KeySize: 16, NonceSize: 8, TagSize: 8, BlockSize: 1024, Bulk: true},
+	{Name: "umac-128", Family: FamilyMAC, KeySize: 16, NonceSize: 8, TagSize: 16, BlockSize: 1024, Bulk: true},
 
 	{Name: "ed25519", Family: FamilySignature, PublicKeySize: 32},
 	{Name: "ecdsa-p256-sha256", Family: FamilySignature, Hash: crypto.SHA256, PublicKeySize: 65},

@@ -224,6 +224,12 @@ type StreamProvider interface {
 	NewStream(alg *Algorithm, key, iv []byte) (cipher.Stream, error)
 }
 
+// BlockProvider builds block ciphers (FamilyBlock) for modes the caller
+// runs, such as SSH's CBC ciphers.
+type BlockProvider interface {
+	NewBlock(alg *Algorithm, key []byte) (cipher.Block, error)
+}
+
 // KeyStream XORs src with the keystream for an explicit nonce, starting at
 // block counter, into dst. It holds no position between calls, so one
 // instance serves every packet of a connection without allocating.
