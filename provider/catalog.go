@@ -101,16 +101,22 @@ var catalog = []*Algorithm{
 	{Name: "ed25519", Family: FamilySignature, PublicKeySize: 32},
 	{Name: "ecdsa-p256-sha256", Family: FamilySignature, Hash: crypto.SHA256, PublicKeySize: 65},
 	{Name: "ecdsa-p384-sha384", Family: FamilySignature, Hash: crypto.SHA384, PublicKeySize: 97},
+	{Name: "ecdsa-p521-sha512", Family: FamilySignature, Hash: crypto.SHA512, PublicKeySize: 133},
 	{Name: "rsa-pkcs1v15-sha256", Family: FamilySignature, Hash: crypto.SHA256},
 	{Name: "rsa-pkcs1v15-sha512", Family: FamilySignature, Hash: crypto.SHA512},
 	{Name: "rsa-pss-sha256", Family: FamilySignature, Hash: crypto.SHA256, PSS: true},
 	{Name: "rsa-pss-sha512", Family: FamilySignature, Hash: crypto.SHA512, PSS: true},
+	// Legacy: SSH's ssh-rsa. Last of the RSA rows, so that an RSA key's
+	// first catalog algorithm (SignatureAlgorithm with nil opts) stays SHA-256.
+	{Name: "rsa-pkcs1v15-sha1", Family: FamilySignature, Hash: crypto.SHA1},
 
 	{Name: "x25519", Family: FamilyKeyAgreement, PublicKeySize: 32, SharedSize: 32},
 	{Name: "ecdh-p256", Family: FamilyKeyAgreement, PublicKeySize: 65, SharedSize: 32},
 	{Name: "ecdh-p384", Family: FamilyKeyAgreement, PublicKeySize: 97, SharedSize: 48},
+	{Name: "ecdh-p521", Family: FamilyKeyAgreement, PublicKeySize: 133, SharedSize: 66},
 	// Finite-field Diffie-Hellman in the MODP groups of RFC 3526 (SSH's
 	// group14, group16 and group18), and in a group named per exchange.
+	{Name: "modp1024", Family: FamilyKeyAgreement, PublicKeySize: 128, SharedSize: 128}, // legacy: SSH's group 1
 	{Name: "modp2048", Family: FamilyKeyAgreement, PublicKeySize: 256, SharedSize: 256},
 	{Name: "modp4096", Family: FamilyKeyAgreement, PublicKeySize: 512, SharedSize: 512},
 	{Name: "modp8192", Family: FamilyKeyAgreement, PublicKeySize: 1024, SharedSize: 1024},
@@ -119,6 +125,7 @@ var catalog = []*Algorithm{
 	{Name: "ml-kem-768", Family: FamilyKEM, PublicKeySize: 1184, SharedSize: 32, CiphertextSize: 1088},
 	{Name: "sntrup761", Family: FamilyKEM, PublicKeySize: 1158, SharedSize: 32, CiphertextSize: 1039},
 
+	{Name: "sha1", Family: FamilyHash, TagSize: 20, BlockSize: 64, Hash: crypto.SHA1, Bulk: true}, // legacy key exchanges
 	{Name: "sha256", Family: FamilyHash, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
 	{Name: "sha384", Family: FamilyHash, TagSize: 48, BlockSize: 128, Hash: crypto.SHA384, Bulk: true},
 	{Name: "sha512", Family: FamilyHash, TagSize: 64, BlockSize: 128, Hash: crypto.SHA512, Bulk: true},

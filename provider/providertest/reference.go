@@ -103,6 +103,8 @@ func refCurve(alg *provider.Algorithm) ecdh.Curve {
 		return ecdh.P256()
 	case "ecdh-p384":
 		return ecdh.P384()
+	case "ecdh-p521":
+		return ecdh.P521()
 	}
 	return nil
 }

@@ -196,6 +196,7 @@ const rfc4231Case7 = "This is a test using a larger than block-size key and a la
 // hashVectors: FIPS 180-2 appendix examples: "abc" and the two-block
 // messages.
 var hashVectors = map[string][]macVector{
+	"sha1": {{"FIPS 180-2 A.1", "", hexOf("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d"}},
 	"sha256": {
 		{"FIPS 180-2 B.1", "", hexOf("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
 		{"FIPS 180-2 B.2", "", hexOf(twoBlock256), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},

@@ -288,12 +288,15 @@ func (poly) Verify(tag, msg, key []byte) bool {
 	return poly1305.Verify((*[poly1305.TagSize]byte)(tag), msg, (*[32]byte)(key))
 }
 
-// NewHash returns SHA-256, SHA-384 or SHA-512.
+// NewHash returns SHA-1 (for the legacy key exchanges), SHA-256, SHA-384
+// or SHA-512.
 func (p *Provider) NewHash(alg *provider.Algorithm) (hash.Hash, error) {
 	if err := p.live(); err != nil {
 		return nil, err
 	}
 	switch alg.Name {
+	case "sha1":
+		return sha1.New(), nil
 	case "sha256":
 		return sha256.New(), nil
 	case "sha384":

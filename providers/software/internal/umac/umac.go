@@ -35,15 +35,16 @@ const (
 	maxWordRange = 0xffffffff00000000
 )
 
-// Key is an expanded UMAC key for one tag length; it is safe for
-// concurrent use (Tag allocates nothing shared).
+// Key is an expanded UMAC key for one tag length. Tag uses scratch space
+// in the Key, so a Key serves one goroutine at a time.
 type Key struct {
-	tagLen int
-	pdf    cipher.Block // AES keyed with KDF(K, 0, 16)
-	l1     []uint32     // NH key words, (1024 + 16*(iters-1)) / 4
-	l2     []uint64     // POLY keys, one per iteration
-	l3a    [][8]uint64  // L3 key words mod prime(36), per iteration
-	l3b    []uint32     // L3 output mask, per iteration
+	nonce, pad [blockLen]byte // scratch of the pad's AES call
+	tagLen     int
+	pdf        cipher.Block // AES keyed with KDF(K, 0, 16)
+	l1         []uint32     // NH key words, (1024 + 16*(iters-1)) / 4
+	l2         []uint64     // POLY keys, one per iteration
+	l3a        [][8]uint64  // L3 key words mod prime(36), per iteration
+	l3b        []uint32     // L3 output mask, per iteration
 }
 
 // ErrTagLength is returned for a tag length other than 4, 8, 12 or 16.
@@ -104,7 +105,7 @@ func kdf(b cipher.Block, index uint64, n int) []byte {
 
 // Tag appends the tag of msg under nonce (1 to 16 bytes) to dst.
 func (k *Key) Tag(dst, nonce, msg []byte) []byte {
-	pad := k.pad(nonce)
+	pad := k.pdfPad(nonce)
 	for i := 0; i < k.tagLen/4; i++ {
 		h := k.uhash(i, msg) ^ binary.BigEndian.Uint32(pad[4*i:])
 		dst = binary.BigEndian.AppendUint32(dst, h)
@@ -113,8 +114,9 @@ func (k *Key) Tag(dst, nonce, msg []byte) []byte {
 }
 
 // pad is the PDF of RFC 4418 §3.3.
-func (k *Key) pad(nonce []byte) [blockLen]byte {
-	var n [blockLen]byte
+func (k *Key) pdfPad(nonce []byte) []byte {
+	n := &k.nonce
+	*n = [blockLen]byte{}
 	copy(n[:], nonce)
 	index := 0
 	if k.tagLen <= 8 && len(nonce) > 0 {
@@ -125,11 +127,8 @@ func (k *Key) pad(nonce []byte) [blockLen]byte {
 		index = int(n[last] & bitsUsed)
 		n[last] &^= bitsUsed
 	}
-	var t [blockLen]byte
-	k.pdf.Encrypt(t[:], n[:])
-	var out [blockLen]byte
-	copy(out[:], t[index*k.tagLen:index*k.tagLen+k.tagLen])
-	return out
+	k.pdf.Encrypt(k.pad[:], n[:])
+	return k.pad[index*k.tagLen : index*k.tagLen+k.tagLen]
 }
 
 // uhash is iteration i of UHASH (RFC 4418 §5): L1, L2 and L3.
