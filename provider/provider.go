@@ -87,7 +87,7 @@ type Capability struct {
 
 // Provider is the minimal interface every provider implements. What a
 // provider can build is told by optional interfaces, tested by type
-// assertion: AEADProvider, StreamProvider, KeyStreamProvider, MACProvider,
+// assertion: AEADProvider, StreamProvider, BlockProvider, KeyStreamProvider, MACProvider,
 // OneTimeMACProvider, SignerProvider, KeyGenerator, KeyAgreementProvider,
 // KEMProvider and HashProvider.
 type Provider interface {

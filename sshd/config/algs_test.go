@@ -188,3 +188,27 @@ func FuzzAlgList(f *testing.F) {
 		}
 	})
 }
+
+// TestLegacyAlgsInMatch: PubkeyAcceptedAlgorithms +ssh-rsa works in a
+// Match block, as OpenSSH allows; the transport lists (Ciphers, MACs,
+// KexAlgorithms, HostKeyAlgorithms) are refused there, as by OpenSSH,
+// since they are negotiated before the user is known.
+func TestLegacyAlgsInMatch(t *testing.T) {
+	c := parse(t, "Match User old\n\tPubkeyAcceptedAlgorithms +ssh-rsa\n")
+	old, err := c.ForConnection(ConnInfo{User: "old", Addr: "192.0.2.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.ForConnection(ConnInfo{User: "new", Addr: "192.0.2.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(old.PubkeyAcceptedAlgorithms, "ssh-rsa") || slices.Contains(other.PubkeyAcceptedAlgorithms, "ssh-rsa") {
+		t.Errorf("ssh-rsa: matched user %v, other %v", old.PubkeyAcceptedAlgorithms, other.PubkeyAcceptedAlgorithms)
+	}
+	for _, kw := range []string{"Ciphers +aes128-cbc", "MACs +hmac-sha1", "KexAlgorithms +diffie-hellman-group1-sha1", "HostKeyAlgorithms +ssh-rsa"} {
+		if _, err := Parse("sshd_config", strings.NewReader("Match User old\n\t"+kw+"\n"), nil); err == nil {
+			t.Errorf("%s accepted in a Match block", kw)
+		}
+	}
+}

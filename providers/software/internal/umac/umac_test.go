@@ -81,3 +81,28 @@ func BenchmarkUMAC64(b *testing.B) {
 		out = k.Tag(out[:0], nonce, msg)
 	}
 }
+
+// FuzzTag: any nonce and message give a tag of the right size, the same
+// one twice, and a different one when the message changes in one bit.
+func FuzzTag(f *testing.F) {
+	f.Add([]byte("bcdefghi"), []byte("abc"), uint8(8))
+	f.Add([]byte{}, make([]byte, 1025), uint8(16))
+	f.Fuzz(func(t *testing.T, nonce, msg []byte, n uint8) {
+		tagLen := 4 * (1 + int(n)%4)
+		if len(nonce) > 16 {
+			nonce = nonce[:16]
+		}
+		k := newKey(t, tagLen)
+		a := k.Tag(nil, nonce, msg)
+		if len(a) != tagLen || string(k.Tag(nil, nonce, msg)) != string(a) {
+			t.Fatalf("tag %x of %d bytes for a %d-byte tag, or not repeatable", a, len(a), tagLen)
+		}
+		if len(msg) > 0 {
+			m := append([]byte(nil), msg...)
+			m[len(m)/2] ^= 1
+			if string(k.Tag(nil, nonce, m)) == string(a) && tagLen >= 8 {
+				t.Fatalf("a changed message kept the tag %x", a)
+			}
+		}
+	})
+}
