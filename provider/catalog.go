@@ -19,6 +19,7 @@ const (
 	FamilyKeyAgreement                   // ephemeral Diffie-Hellman
 	FamilyKEM                            // key encapsulation
 	FamilyHash                           // hash.Hash
+	FamilyBlock                          // cipher.Block from a key (AES, 3DES), for CBC modes
 )
 
 var familyNames = map[Family]string{
@@ -31,6 +32,7 @@ var familyNames = map[Family]string{
 	FamilyKeyAgreement: "key-agreement",
 	FamilyKEM:          "kem",
 	FamilyHash:         "hash",
+	FamilyBlock:        "block",
 }
 
 func (f Family) String() string {
@@ -46,8 +48,11 @@ type Algorithm struct {
 	Name   string
 	Family Family
 
-	KeySize   int // symmetric key size; 0 where not applicable
-	NonceSize int // AEAD nonce, stream IV or keystream nonce
+	KeySize int // symmetric key size; 0 where not applicable
+	// NonceSize is the AEAD nonce, stream IV or keystream nonce; for a
+	// MAC that takes a nonce (UMAC) it is the nonce's size, and the nonce
+	// is the first NonceSize bytes written to the hash.Hash.
+	NonceSize int
 	TagSize   int // AEAD tag or MAC output
 	BlockSize int // cipher or hash block size
 
@@ -74,25 +79,44 @@ var catalog = []*Algorithm{
 
 	{Name: "aes128-ctr", Family: FamilyStream, KeySize: 16, NonceSize: 16, BlockSize: 16, Bulk: true},
 	{Name: "aes256-ctr", Family: FamilyStream, KeySize: 32, NonceSize: 16, BlockSize: 16, Bulk: true},
+	{Name: "aes192-ctr", Family: FamilyStream, KeySize: 24, NonceSize: 16, BlockSize: 16, Bulk: true},
 	{Name: "chacha20", Family: FamilyKeyStream, KeySize: 32, NonceSize: 12, BlockSize: 64, Bulk: true},
 
 	{Name: "poly1305", Family: FamilyOneTimeMAC, KeySize: 32, TagSize: 16, BlockSize: 16, Bulk: true},
 	{Name: "hmac-sha256", Family: FamilyMAC, KeySize: 32, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
 	{Name: "hmac-sha512", Family: FamilyMAC, KeySize: 64, TagSize: 64, BlockSize: 128, Hash: crypto.SHA512, Bulk: true},
 
+	// Legacy algorithms for old SSH peers (off by default in the server):
+	// block ciphers for CBC, HMAC over SHA-1 and MD5, and UMAC (RFC 4418,
+	// its 8-byte nonce written first).
+	{Name: "aes128", Family: FamilyBlock, KeySize: 16, BlockSize: 16, Bulk: true},
+	{Name: "aes192", Family: FamilyBlock, KeySize: 24, BlockSize: 16, Bulk: true},
+	{Name: "aes256", Family: FamilyBlock, KeySize: 32, BlockSize: 16, Bulk: true},
+	{Name: "3des", Family: FamilyBlock, KeySize: 24, BlockSize: 8, Bulk: true},
+	{Name: "hmac-sha1", Family: FamilyMAC, KeySize: 20, TagSize: 20, BlockSize: 64, Hash: crypto.SHA1, Bulk: true},
+	{Name: "hmac-md5", Family: FamilyMAC, KeySize: 16, TagSize: 16, BlockSize: 64, Hash: crypto.MD5, Bulk: true},
+	{Name: "umac-64", Family: FamilyMAC, KeySize: 16, NonceSize: 8, TagSize: 8, BlockSize: 1024, Bulk: true},
+	{Name: "umac-128", Family: FamilyMAC, KeySize: 16, NonceSize: 8, TagSize: 16, BlockSize: 1024, Bulk: true},
+
 	{Name: "ed25519", Family: FamilySignature, PublicKeySize: 32},
 	{Name: "ecdsa-p256-sha256", Family: FamilySignature, Hash: crypto.SHA256, PublicKeySize: 65},
 	{Name: "ecdsa-p384-sha384", Family: FamilySignature, Hash: crypto.SHA384, PublicKeySize: 97},
+	{Name: "ecdsa-p521-sha512", Family: FamilySignature, Hash: crypto.SHA512, PublicKeySize: 133},
 	{Name: "rsa-pkcs1v15-sha256", Family: FamilySignature, Hash: crypto.SHA256},
 	{Name: "rsa-pkcs1v15-sha512", Family: FamilySignature, Hash: crypto.SHA512},
 	{Name: "rsa-pss-sha256", Family: FamilySignature, Hash: crypto.SHA256, PSS: true},
 	{Name: "rsa-pss-sha512", Family: FamilySignature, Hash: crypto.SHA512, PSS: true},
+	// Legacy: SSH's ssh-rsa. Last of the RSA rows, so that an RSA key's
+	// first catalog algorithm (SignatureAlgorithm with nil opts) stays SHA-256.
+	{Name: "rsa-pkcs1v15-sha1", Family: FamilySignature, Hash: crypto.SHA1},
 
 	{Name: "x25519", Family: FamilyKeyAgreement, PublicKeySize: 32, SharedSize: 32},
 	{Name: "ecdh-p256", Family: FamilyKeyAgreement, PublicKeySize: 65, SharedSize: 32},
 	{Name: "ecdh-p384", Family: FamilyKeyAgreement, PublicKeySize: 97, SharedSize: 48},
+	{Name: "ecdh-p521", Family: FamilyKeyAgreement, PublicKeySize: 133, SharedSize: 66},
 	// Finite-field Diffie-Hellman in the MODP groups of RFC 3526 (SSH's
 	// group14, group16 and group18), and in a group named per exchange.
+	{Name: "modp1024", Family: FamilyKeyAgreement, PublicKeySize: 128, SharedSize: 128}, // legacy: SSH's group 1
 	{Name: "modp2048", Family: FamilyKeyAgreement, PublicKeySize: 256, SharedSize: 256},
 	{Name: "modp4096", Family: FamilyKeyAgreement, PublicKeySize: 512, SharedSize: 512},
 	{Name: "modp8192", Family: FamilyKeyAgreement, PublicKeySize: 1024, SharedSize: 1024},
@@ -101,6 +125,7 @@ var catalog = []*Algorithm{
 	{Name: "ml-kem-768", Family: FamilyKEM, PublicKeySize: 1184, SharedSize: 32, CiphertextSize: 1088},
 	{Name: "sntrup761", Family: FamilyKEM, PublicKeySize: 1158, SharedSize: 32, CiphertextSize: 1039},
 
+	{Name: "sha1", Family: FamilyHash, TagSize: 20, BlockSize: 64, Hash: crypto.SHA1, Bulk: true}, // legacy key exchanges
 	{Name: "sha256", Family: FamilyHash, TagSize: 32, BlockSize: 64, Hash: crypto.SHA256, Bulk: true},
 	{Name: "sha384", Family: FamilyHash, TagSize: 48, BlockSize: 128, Hash: crypto.SHA384, Bulk: true},
 	{Name: "sha512", Family: FamilyHash, TagSize: 64, BlockSize: 128, Hash: crypto.SHA512, Bulk: true},

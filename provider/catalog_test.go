@@ -25,6 +25,10 @@ func TestCatalogSizes(t *testing.T) {
 			if a.PublicKeySize == 0 || a.SharedSize == 0 {
 				t.Errorf("%s: no public key or shared secret size", a.Name)
 			}
+		case provider.FamilyBlock:
+			if a.KeySize == 0 || a.BlockSize == 0 {
+				t.Errorf("%s: block cipher without key or block size", a.Name)
+			}
 		case provider.FamilySignature:
 		default:
 			t.Errorf("%s: unknown family %v", a.Name, a.Family)

@@ -13,7 +13,7 @@
 // A Provider has a name, a Kind (software, cpu, hardware) and a list of
 // Capabilities. What it can build is told by optional interfaces checked by
 // type assertion, as io.WriterTo is: AEADProvider, StreamProvider,
-// KeyStreamProvider, MACProvider, OneTimeMACProvider, SignerProvider,
+// BlockProvider, KeyStreamProvider, MACProvider, OneTimeMACProvider, SignerProvider,
 // KeyGenerator, KeyAgreementProvider, KEMProvider and HashProvider.
 //
 // # Registry and policy

@@ -174,6 +174,7 @@ var countedOps = map[Family][]Op{
 	FamilyAEAD:         {OpSeal, OpOpen},
 	FamilyStream:       {OpEncrypt},
 	FamilyKeyStream:    {OpEncrypt},
+	FamilyBlock:        {OpEncrypt},
 	FamilyKeyAgreement: {OpGenerate, OpDerive},
 	FamilyKEM:          {OpGenerate, OpDecapsulate},
 }

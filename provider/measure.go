@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto"
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
@@ -135,6 +136,22 @@ func bulkOpOf(alg *Algorithm, p Provider, held *any) (func([]byte) error, error)
 		}
 		*held = s
 		return func(b []byte) error { s.XORKeyStream(b, b); return nil }, nil
+	case FamilyBlock:
+		bp, ok := p.(BlockProvider)
+		if !ok {
+			return nil, unsupported
+		}
+		b, err := bp.NewBlock(alg, key)
+		if err != nil {
+			return nil, err
+		}
+		*held = b
+		iv := make([]byte, alg.BlockSize)
+		return func(buf []byte) error {
+			buf = buf[:len(buf)/alg.BlockSize*alg.BlockSize]
+			cipher.NewCBCEncrypter(b, iv).CryptBlocks(buf, buf)
+			return nil
+		}, nil
 	case FamilyKeyStream:
 		kp, ok := p.(KeyStreamProvider)
 		if !ok {

@@ -2,10 +2,17 @@ package provider
 
 import "math/big"
 
-// The MODP primes of RFC 3526 (groups 14, 16 and 18), generator 2. Each is
+// The MODP primes of RFC 3526 (groups 14, 16 and 18) and the 1024-bit
+// prime of RFC 2409 §6.2 (Oakley group 2, SSH's legacy group 1),
+// generator 2. Each is
 // 2^n - 2^(n-64) - 1 + 2^64 * (floor(2^(n-130) * pi) + k); the software
 // provider's test checks the shape and that p and (p-1)/2 are prime.
 var (
+	modp1024Hex = "" +
+		"FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74" +
+		"020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437" +
+		"4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED" +
+		"EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"
 	modp2048Hex = "" +
 		"FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74" +
 		"020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437" +
@@ -67,10 +74,11 @@ var (
 		"9E3050E2765694DFC81F56E880B96E7160C980DD98EDD3DFFFFFFFFFFFFFFFFF"
 )
 
-var modpPrimes = map[string]string{"modp2048": modp2048Hex, "modp4096": modp4096Hex, "modp8192": modp8192Hex}
+var modpPrimes = map[string]string{"modp1024": modp1024Hex, "modp2048": modp2048Hex, "modp4096": modp4096Hex, "modp8192": modp8192Hex}
 
 // FiniteFieldGroup returns the prime and generator of a fixed MODP group
-// of the catalog ("modp2048", "modp4096", "modp8192"), new on every call.
+// of the catalog ("modp1024", "modp2048", "modp4096", "modp8192"), new on
+// every call.
 func FiniteFieldGroup(name string) (p, g *big.Int, ok bool) {
 	h, ok := modpPrimes[name]
 	if !ok {

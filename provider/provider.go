@@ -87,7 +87,7 @@ type Capability struct {
 
 // Provider is the minimal interface every provider implements. What a
 // provider can build is told by optional interfaces, tested by type
-// assertion: AEADProvider, StreamProvider, KeyStreamProvider, MACProvider,
+// assertion: AEADProvider, StreamProvider, BlockProvider, KeyStreamProvider, MACProvider,
 // OneTimeMACProvider, SignerProvider, KeyGenerator, KeyAgreementProvider,
 // KEMProvider and HashProvider.
 type Provider interface {
@@ -222,6 +222,12 @@ type PoolReporter interface {
 // StreamProvider builds stream ciphers such as AES-CTR (FamilyStream).
 type StreamProvider interface {
 	NewStream(alg *Algorithm, key, iv []byte) (cipher.Stream, error)
+}
+
+// BlockProvider builds block ciphers (FamilyBlock) for modes the caller
+// runs, such as SSH's CBC ciphers.
+type BlockProvider interface {
+	NewBlock(alg *Algorithm, key []byte) (cipher.Block, error)
 }
 
 // KeyStream XORs src with the keystream for an explicit nonce, starting at

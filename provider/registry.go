@@ -235,7 +235,7 @@ func opFor(f Family) Op {
 	switch f {
 	case FamilyAEAD:
 		return OpSeal | OpOpen
-	case FamilyStream, FamilyKeyStream:
+	case FamilyStream, FamilyKeyStream, FamilyBlock:
 		return OpEncrypt
 	case FamilyMAC, FamilyOneTimeMAC:
 		return OpMAC
@@ -336,6 +336,28 @@ func (r *Registry) Stream(name string, key, iv []byte) (cipher.Stream, error) {
 		return nil, err
 	}
 	return &servedStream{Stream: s, src: src, c: src.counter(OpEncrypt)}, nil
+}
+
+// Block returns a block cipher (AES, 3DES) for alg, for a mode the caller
+// runs (CBC). Release it with Release.
+func (r *Registry) Block(name string, key []byte) (cipher.Block, error) {
+	alg, err := lookupFamily(name, FamilyBlock)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKey(alg, key); err != nil {
+		return nil, err
+	}
+	b, src, err := build(r, alg, func(p Provider) (cipher.Block, error) {
+		if bp, ok := p.(BlockProvider); ok {
+			return bp.NewBlock(alg, key)
+		}
+		return nil, unsupported(p, alg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &servedBlock{Block: b, src: src, c: src.counter(OpEncrypt)}, nil
 }
 
 // KeyStream returns a keystream (ChaCha20 with explicit nonce and counter).

@@ -80,6 +80,27 @@ func (s *servedStream) Unwrap() cipher.Stream  { return s.Stream }
 func (s *servedStream) Close() error           { return Release(s.Stream) }
 func (s *servedStream) Provenance() Provenance { return s.src.provenance(s.Stream) }
 
+// servedBlock counts the bytes a block cipher encrypts or decrypts.
+type servedBlock struct {
+	cipher.Block
+	src *source
+	c   *Counter
+}
+
+func (s *servedBlock) Encrypt(dst, src []byte) {
+	s.c.add(s.Block.BlockSize(), nil)
+	s.Block.Encrypt(dst, src)
+}
+
+func (s *servedBlock) Decrypt(dst, src []byte) {
+	s.c.add(s.Block.BlockSize(), nil)
+	s.Block.Decrypt(dst, src)
+}
+
+func (s *servedBlock) Unwrap() cipher.Block   { return s.Block }
+func (s *servedBlock) Close() error           { return Release(s.Block) }
+func (s *servedBlock) Provenance() Provenance { return s.src.provenance(s.Block) }
+
 type servedKeyStream struct {
 	KeyStream
 	src *source

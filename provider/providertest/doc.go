@@ -7,7 +7,7 @@
 //
 // TestProvider walks the provider's capabilities and runs, for each listed
 // algorithm, the sub-suite of its family. The per-family functions
-// (TestAEAD, TestStream, TestKeyStream, TestMAC, TestOneTimeMAC, TestHash,
+// (TestAEAD, TestStream, TestKeyStream, TestBlock, TestMAC, TestOneTimeMAC, TestHash,
 // TestSigner, TestKeyGenerator, TestKeyAgreement, TestKEM) are exported for
 // tests that hold a primitive or a key the suite cannot make on its own, such
 // as a signer opened from a token.
@@ -24,7 +24,9 @@
 //     keys, shared secrets, KEM ciphertexts.
 //   - Known-answer vectors from the standards (vectors.go): the GCM
 //     specification test cases, RFC 8439 (ChaCha20, Poly1305 and the AEAD),
-//     RFC 4231 (HMAC), FIPS 180 examples (SHA-2), NIST SP 800-38A (CTR),
+//     RFC 4231 and RFC 2202 (HMAC), RFC 4418 (UMAC-64), FIPS 180 examples
+//     (SHA-2), NIST SP 800-38A (CTR), FIPS-197 and SP 800-67 (AES and 3DES
+//     blocks),
 //     RFC 7748 (X25519, for the reference the cross-checks rely on).
 //   - Agreement with a reference implementation from the standard library or
 //     golang.org/x/crypto on random inputs, for every length from 0 to 300

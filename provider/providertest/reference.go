@@ -5,6 +5,8 @@ import (
 	"crypto/cipher"
 	"crypto/ecdh"
 	"crypto/hmac"
+	_ "crypto/md5"  // for crypto.MD5.New, the hash of hmac-md5
+	_ "crypto/sha1" // for crypto.SHA1.New, the hash of hmac-sha1
 	"hash"
 
 	"github.com/offload/offload/provider"
@@ -42,7 +44,7 @@ func refAEAD(alg *provider.Algorithm, key []byte) cipher.AEAD {
 
 func refStream(alg *provider.Algorithm, key, iv []byte) cipher.Stream {
 	switch alg.Name {
-	case "aes128-ctr", "aes256-ctr":
+	case "aes128-ctr", "aes192-ctr", "aes256-ctr":
 		b, err := aes.NewCipher(key)
 		if err != nil {
 			return nil
@@ -101,6 +103,8 @@ func refCurve(alg *provider.Algorithm) ecdh.Curve {
 		return ecdh.P256()
 	case "ecdh-p384":
 		return ecdh.P384()
+	case "ecdh-p521":
+		return ecdh.P521()
 	}
 	return nil
 }

@@ -101,6 +101,8 @@ func curveFor(alg *provider.Algorithm) elliptic.Curve {
 		return elliptic.P256()
 	case "ecdsa-p384-sha384":
 		return elliptic.P384()
+	case "ecdsa-p521-sha512":
+		return elliptic.P521()
 	}
 	return nil
 }

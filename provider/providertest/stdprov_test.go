@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/des"
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -47,6 +48,7 @@ func (stdProvider) Capabilities() []provider.Capability {
 		provider.FamilyKeyAgreement: provider.OpDerive,
 		provider.FamilyKEM:          provider.OpEncapsulate | provider.OpDecapsulate,
 		provider.FamilyHash:         provider.OpHash,
+		provider.FamilyBlock:        provider.OpEncrypt,
 	}
 	var caps []provider.Capability
 	for _, a := range provider.Algorithms() {
@@ -62,7 +64,8 @@ func (stdProvider) Capabilities() []provider.Capability {
 // library nor x/crypto implements; the software provider's own code is
 // tested against their published vectors instead.
 var noStdImplementation = map[string]bool{"sntrup761": true,
-	"modp2048": true, "modp4096": true, "modp8192": true, "modp-gex": true}
+	"modp1024": true, "modp2048": true, "modp4096": true, "modp8192": true, "modp-gex": true,
+	"umac-64": true, "umac-128": true}
 
 func wrongFamily(alg *provider.Algorithm, want provider.Family) error {
 	if alg.Family != want {
@@ -103,6 +106,19 @@ func (stdProvider) NewStream(alg *provider.Algorithm, key, iv []byte) (cipher.St
 		return nil, err
 	}
 	return cipher.NewCTR(b, iv), nil
+}
+
+func (stdProvider) NewBlock(alg *provider.Algorithm, key []byte) (cipher.Block, error) {
+	if err := wrongFamily(alg, provider.FamilyBlock); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckKey(alg, key); err != nil {
+		return nil, err
+	}
+	if alg.Name == "3des" {
+		return des.NewTripleDESCipher(key)
+	}
+	return aes.NewCipher(key)
 }
 
 type chachaStream struct{ key []byte }
@@ -212,6 +228,8 @@ func (stdProvider) GenerateSigner(_ context.Context, alg *provider.Algorithm, re
 		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case "ecdsa-p384-sha384":
 		return ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	case "ecdsa-p521-sha512":
+		return ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 	}
 	return rsaKey()
 }
@@ -232,7 +250,7 @@ func (stdProvider) NewKeyAgreement(alg *provider.Algorithm) (provider.KeyAgreeme
 	if err := wrongFamily(alg, provider.FamilyKeyAgreement); err != nil {
 		return nil, err
 	}
-	curve := map[string]ecdh.Curve{"x25519": ecdh.X25519(), "ecdh-p256": ecdh.P256(), "ecdh-p384": ecdh.P384()}[alg.Name]
+	curve := map[string]ecdh.Curve{"x25519": ecdh.X25519(), "ecdh-p256": ecdh.P256(), "ecdh-p384": ecdh.P384(), "ecdh-p521": ecdh.P521()}[alg.Name]
 	priv, err := curve.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err

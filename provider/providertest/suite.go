@@ -17,6 +17,7 @@ var familyOps = map[provider.Family]provider.Op{
 	provider.FamilyKeyAgreement: provider.OpDerive | provider.OpGenerate,
 	provider.FamilyKEM:          provider.OpEncapsulate | provider.OpDecapsulate | provider.OpGenerate,
 	provider.FamilyHash:         provider.OpHash,
+	provider.FamilyBlock:        provider.OpEncrypt,
 }
 
 // TestProvider runs the conformance suite on p: it checks the provider's
@@ -110,6 +111,12 @@ func testFamily(t *testing.T, p provider.Provider, alg *provider.Algorithm, c pr
 			TestKeyStream(t, q, alg)
 		} else {
 			missing("KeyStreamProvider")
+		}
+	case provider.FamilyBlock:
+		if q, ok := p.(provider.BlockProvider); ok {
+			TestBlock(t, q, alg)
+		} else {
+			missing("BlockProvider")
 		}
 	case provider.FamilyMAC:
 		if q, ok := p.(provider.MACProvider); ok {

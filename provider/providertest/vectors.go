@@ -1,5 +1,7 @@
 package providertest
 
+import "strings"
+
 // Known-answer vectors, copied as data from the documents named on each
 // table. Hex strings; ciphertexts of AEADs include the tag.
 
@@ -84,6 +86,10 @@ var streamVectors = map[string][]streamVector{
 		"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff", sp80038aPlain,
 		"874d6191b620e3261bef6864990db6ce9806f66b7970fdff8617187bb9fffdff" +
 			"5ae4df3edbd5d35e5b4f09020db03eab1e031dda2fbe03d1792170a0f3009cee"}},
+	"aes192-ctr": {{"SP 800-38A F.5.3", "8e73b0f7da0e6452c810f32b809079e562f8ead2522c6b7b",
+		"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff", sp80038aPlain,
+		"1abc932417521ca24f2b0459fe7e6e0b090339ec0aa6faefd5ccc2c6f4ce8e94" +
+			"1e36b26bd1ebc670d1bd1d665620abf74f78a7f6d29809585a97daec58c6b050"}},
 	"aes256-ctr": {{"SP 800-38A F.5.5", "603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4",
 		"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff", sp80038aPlain,
 		"601ec313775789a5b7a7f504bbf3d228f443e3ca4d62b59aca84e990cacaf5c5" +
@@ -125,6 +131,25 @@ type macVector struct {
 // macVectors: RFC 4231 test cases 1, 2, 3, 4, 6 and 7 (HMAC) and RFC 8439
 // §2.5.2 (Poly1305).
 var macVectors = map[string][]macVector{
+	// RFC 2202 test cases 1 and 2.
+	"hmac-sha1": {
+		{"RFC 2202 test case 1", rep("0b", 20), hexOf("Hi There"), "b617318655057264e28bc0b6fb378c8ef146be00"},
+		{"RFC 2202 test case 2", hexOf("Jefe"), hexOf("what do ya want for nothing?"),
+			"effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"},
+	},
+	"hmac-md5": {
+		{"RFC 2202 test case 1", rep("0b", 16), hexOf("Hi There"), "9294727a3638bb1c13f48ef8158bfc9d"},
+		{"RFC 2202 test case 2", hexOf("Jefe"), hexOf("what do ya want for nothing?"),
+			"750c783e6ab0b503eaa86e310a5db738"},
+	},
+	// RFC 4418 §9 (UMAC-64; the RFC lists no UMAC-128): the 8-byte nonce
+	// "bcdefghi" is written first.
+	"umac-64": {
+		{"RFC 4418 empty", hexOf("abcdefghijklmnop"), hexOf("bcdefghi"), "6e155fad26900be1"},
+		{"RFC 4418 'a'*3", hexOf("abcdefghijklmnop"), hexOf("bcdefghiaaa"), "44b5cb542f220104"},
+		{"RFC 4418 'abc'", hexOf("abcdefghijklmnop"), hexOf("bcdefghiabc"), "d4d7b9f6bd4fbfcf"},
+		{"RFC 4418 'abc'*500", hexOf("abcdefghijklmnop"), hexOf("bcdefghi" + strings.Repeat("abc", 500)), "d4cf26ddefd5c01a"},
+	},
 	"hmac-sha256": {
 		{"RFC 4231 test case 1", rep("0b", 20), hexOf("Hi There"),
 			"b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
@@ -171,6 +196,7 @@ const rfc4231Case7 = "This is a test using a larger than block-size key and a la
 // hashVectors: FIPS 180-2 appendix examples: "abc" and the two-block
 // messages.
 var hashVectors = map[string][]macVector{
+	"sha1": {{"FIPS 180-2 A.1", "", hexOf("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d"}},
 	"sha256": {
 		{"FIPS 180-2 B.1", "", hexOf("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
 		{"FIPS 180-2 B.2", "", hexOf(twoBlock256), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},

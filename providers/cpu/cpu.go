@@ -1,5 +1,5 @@
 // Package cpu is offload's provider for cryptography done by CPU
-// instructions: AES-GCM and AES-CTR where the CPU has AES and carry-less
+// instructions: AES-GCM, AES-CTR and the AES block cipher (for CBC) where the CPU has AES and carry-less
 // multiplication, the ChaCha20 keystream where amd64 has AVX2 and BMI2, and
 // SHA-2 where it has SHA instructions.
 //
@@ -43,6 +43,7 @@ var (
 	_ provider.Provider          = (*Provider)(nil)
 	_ provider.AEADProvider      = (*Provider)(nil)
 	_ provider.StreamProvider    = (*Provider)(nil)
+	_ provider.BlockProvider     = (*Provider)(nil)
 	_ provider.KeyStreamProvider = (*Provider)(nil)
 	_ provider.HashProvider      = (*Provider)(nil)
 )
@@ -60,7 +61,7 @@ func New(f Features) *Provider {
 		}
 	}
 	add(f.AES && f.CLMUL, provider.OpSeal|provider.OpOpen, "aes128-gcm", "aes256-gcm")
-	add(f.AES, provider.OpEncrypt, "aes128-ctr", "aes256-ctr")
+	add(f.AES, provider.OpEncrypt, "aes128-ctr", "aes256-ctr", "aes192-ctr", "aes128", "aes192", "aes256")
 	add(f.Arch == "amd64" && f.AVX2 && f.BMI2, provider.OpEncrypt, "chacha20")
 	add(f.SHA2, provider.OpHash, "sha256")
 	add(f.SHA512, provider.OpHash, "sha384", "sha512")
@@ -108,6 +109,9 @@ func (p *Provider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, er
 
 // NewStream returns AES-CTR on the CPU's AES instructions.
 func (p *Provider) NewStream(alg *provider.Algorithm, key, iv []byte) (cipher.Stream, error) {
+	if alg.Family != provider.FamilyStream {
+		return nil, &provider.UnsupportedError{Provider: Name, Algorithm: alg.Name}
+	}
 	if err := p.check(alg, provider.OpEncrypt); err != nil {
 		return nil, err
 	}
@@ -122,6 +126,25 @@ func (p *Provider) NewStream(alg *provider.Algorithm, key, iv []byte) (cipher.St
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	return cipher.NewCTR(b, iv), nil
+}
+
+// NewBlock returns the AES block cipher on the CPU's AES instructions, for
+// modes the caller runs (SSH's CBC).
+func (p *Provider) NewBlock(alg *provider.Algorithm, key []byte) (cipher.Block, error) {
+	if alg.Family != provider.FamilyBlock {
+		return nil, &provider.UnsupportedError{Provider: Name, Algorithm: alg.Name}
+	}
+	if err := p.check(alg, provider.OpEncrypt); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckKey(alg, key); err != nil {
+		return nil, err
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	return b, nil
 }
 
 // NewHash returns SHA-2 on the CPU's SHA instructions.

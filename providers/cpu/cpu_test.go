@@ -73,7 +73,9 @@ func TestMask(t *testing.T) {
 	if _, err := cpu.Mask(f, "aes,warp-drive"); err == nil {
 		t.Error("unknown feature accepted")
 	}
-	if len(cpu.New(cpu.Features{AES: true}).Capabilities()) != 2 {
-		t.Error("AES without CLMUL must offer AES-CTR only, not GCM")
+	for _, c := range cpu.New(cpu.Features{AES: true}).Capabilities() {
+		if c.Algorithm == "aes128-gcm" || c.Algorithm == "aes256-gcm" {
+			t.Errorf("AES without CLMUL must offer AES-CTR and the block cipher only, not GCM (%s)", c.Algorithm)
+		}
 	}
 }

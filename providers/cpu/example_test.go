@@ -19,6 +19,10 @@ func ExampleNew() {
 	// aes256-gcm seal,open hardware,constant-time
 	// aes128-ctr encrypt hardware,constant-time
 	// aes256-ctr encrypt hardware,constant-time
+	// aes192-ctr encrypt hardware,constant-time
+	// aes128 encrypt hardware,constant-time
+	// aes192 encrypt hardware,constant-time
+	// aes256 encrypt hardware,constant-time
 }
 
 // Mask ignores features, as OFFLOAD_CPU_MASK does, to see how offload

@@ -28,6 +28,7 @@ type dhGroup struct {
 }
 
 var modpGroups = map[string]*dhGroup{
+	"modp1024": fixedGroup("modp1024"),
 	"modp2048": fixedGroup("modp2048"),
 	"modp4096": fixedGroup("modp4096"),
 	"modp8192": fixedGroup("modp8192"),

@@ -8,10 +8,10 @@ import (
 	"github.com/offload/offload/provider"
 )
 
-// TestMODPPrimes checks the RFC 3526 shape (top and bottom 64 bits all
-// ones) and that p and (p-1)/2 are prime.
+// TestMODPPrimes checks the RFC 3526 (and RFC 2409) shape (top and bottom
+// 64 bits all ones) and that p and (p-1)/2 are prime.
 func TestMODPPrimes(t *testing.T) {
-	for name, bits := range map[string]int{"modp2048": 2048, "modp4096": 4096, "modp8192": 8192} {
+	for name, bits := range map[string]int{"modp1024": 1024, "modp2048": 2048, "modp4096": 4096, "modp8192": 8192} {
 		p := modpGroups[name].p
 		low := new(big.Int).And(p, new(big.Int).SetUint64(^uint64(0)))
 		if p.BitLen() != bits || low.Uint64() != ^uint64(0) || new(big.Int).Rsh(p, uint(bits-64)).Uint64() != ^uint64(0) {

@@ -13,6 +13,7 @@ var curves = map[string]ecdh.Curve{
 	"x25519":    ecdh.X25519(),
 	"ecdh-p256": ecdh.P256(),
 	"ecdh-p384": ecdh.P384(),
+	"ecdh-p521": ecdh.P521(),
 }
 
 type keyAgreement struct {
@@ -20,7 +21,7 @@ type keyAgreement struct {
 	priv *ecdh.PrivateKey
 }
 
-// NewKeyAgreement returns a fresh X25519, P-256, P-384 or MODP-group key pair.
+// NewKeyAgreement returns a fresh X25519, P-256, P-384, P-521 or MODP-group key pair.
 func (p *Provider) NewKeyAgreement(alg *provider.Algorithm) (provider.KeyAgreement, error) {
 	if err := p.live(); err != nil {
 		return nil, err

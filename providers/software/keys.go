@@ -133,6 +133,8 @@ func generate(alg *provider.Algorithm, rsaBits int) (crypto.Signer, error) {
 		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case alg.Name == "ecdsa-p384-sha384":
 		return ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	case alg.Name == "ecdsa-p521-sha512":
+		return ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 	case strings.HasPrefix(alg.Name, "rsa-"):
 		return rsa.GenerateKey(rand.Reader, rsaBits)
 	}

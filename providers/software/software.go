@@ -20,7 +20,10 @@ package software
 import (
 	"crypto"
 	"crypto/cipher"
+	"crypto/des"
 	"crypto/hmac"
+	"crypto/md5"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"fmt"
@@ -32,6 +35,7 @@ import (
 	"golang.org/x/crypto/poly1305"
 
 	"github.com/offload/offload/provider"
+	"github.com/offload/offload/providers/software/internal/umac"
 )
 
 // Name is the provider's name in pins, deny lists and explanations.
@@ -48,6 +52,7 @@ var (
 	_ provider.Provider                  = (*Provider)(nil)
 	_ provider.AEADProvider              = (*Provider)(nil)
 	_ provider.StreamProvider            = (*Provider)(nil)
+	_ provider.BlockProvider             = (*Provider)(nil)
 	_ provider.KeyStreamProvider         = (*Provider)(nil)
 	_ provider.MACProvider               = (*Provider)(nil)
 	_ provider.OneTimeMACProvider        = (*Provider)(nil)
@@ -73,7 +78,7 @@ func opsOf(a *provider.Algorithm) provider.Op {
 	switch a.Family {
 	case provider.FamilyAEAD:
 		return provider.OpSeal | provider.OpOpen
-	case provider.FamilyStream, provider.FamilyKeyStream:
+	case provider.FamilyStream, provider.FamilyKeyStream, provider.FamilyBlock:
 		return provider.OpEncrypt
 	case provider.FamilyMAC, provider.FamilyOneTimeMAC:
 		return provider.OpMAC
@@ -88,7 +93,11 @@ func opsOf(a *provider.Algorithm) provider.Op {
 }
 
 func flagsOf(a *provider.Algorithm) provider.Flag {
-	if a.Family == provider.FamilyAEAD || a.Family == provider.FamilyStream {
+	switch {
+	case a.Family == provider.FamilyBlock, a.Name == "umac-64", a.Name == "umac-128":
+		// Table-driven AES and DES (and UMAC's AES) are not constant-time.
+		return aesFlags
+	case a.Family == provider.FamilyAEAD || a.Family == provider.FamilyStream:
 		if a.Name != "chacha20-poly1305" {
 			return aesFlags
 		}
@@ -156,7 +165,7 @@ func (p *Provider) NewStream(alg *provider.Algorithm, key, iv []byte) (cipher.St
 	if err := provider.CheckKey(alg, key); err != nil {
 		return nil, err
 	}
-	if alg.Name != "aes128-ctr" && alg.Name != "aes256-ctr" {
+	if alg.Name != "aes128-ctr" && alg.Name != "aes192-ctr" && alg.Name != "aes256-ctr" {
 		return nil, unsupported(alg)
 	}
 	if len(iv) != alg.NonceSize {
@@ -202,7 +211,25 @@ func (k *keyStream) XORKeyStreamAt(dst, src, nonce []byte, counter uint32) {
 	c.XORKeyStream(dst, src)
 }
 
-// NewMAC returns HMAC-SHA-256 or HMAC-SHA-512.
+// NewBlock returns AES on the portable block cipher, or Triple DES (EDE,
+// three keys) from crypto/des.
+func (p *Provider) NewBlock(alg *provider.Algorithm, key []byte) (cipher.Block, error) {
+	if err := p.live(); err != nil {
+		return nil, err
+	}
+	if err := provider.CheckKey(alg, key); err != nil {
+		return nil, err
+	}
+	switch alg.Name {
+	case "aes128", "aes192", "aes256":
+		return newBlock(key)
+	case "3des":
+		return des.NewTripleDESCipher(key)
+	}
+	return nil, unsupported(alg)
+}
+
+// NewMAC returns HMAC over SHA-256, SHA-512, SHA-1 or MD5, or UMAC.
 func (p *Provider) NewMAC(alg *provider.Algorithm, key []byte) (hash.Hash, error) {
 	if err := p.live(); err != nil {
 		return nil, err
@@ -215,6 +242,20 @@ func (p *Provider) NewMAC(alg *provider.Algorithm, key []byte) (hash.Hash, error
 		return hmac.New(sha256.New, key), nil
 	case "hmac-sha512":
 		return hmac.New(sha512.New, key), nil
+	case "hmac-sha1":
+		return hmac.New(sha1.New, key), nil
+	case "hmac-md5":
+		return hmac.New(md5.New, key), nil
+	case "umac-64", "umac-128":
+		b, err := newBlock(key)
+		if err != nil {
+			return nil, err
+		}
+		k, err := umac.New(b, newBlock, alg.TagSize)
+		if err != nil {
+			return nil, err
+		}
+		return &umacHash{key: k, nonceLen: alg.NonceSize, blockSize: alg.BlockSize}, nil
 	}
 	return nil, unsupported(alg)
 }
@@ -247,12 +288,15 @@ func (poly) Verify(tag, msg, key []byte) bool {
 	return poly1305.Verify((*[poly1305.TagSize]byte)(tag), msg, (*[32]byte)(key))
 }
 
-// NewHash returns SHA-256, SHA-384 or SHA-512.
+// NewHash returns SHA-1 (for the legacy key exchanges), SHA-256, SHA-384
+// or SHA-512.
 func (p *Provider) NewHash(alg *provider.Algorithm) (hash.Hash, error) {
 	if err := p.live(); err != nil {
 		return nil, err
 	}
 	switch alg.Name {
+	case "sha1":
+		return sha1.New(), nil
 	case "sha256":
 		return sha256.New(), nil
 	case "sha384":

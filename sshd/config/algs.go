@@ -27,6 +27,7 @@ const (
 // order), its default, and every name OpenSSH 10 (or Debian's) knows, so
 // that a name offload lacks is told from a typing mistake.
 type algTable struct {
+	list      AlgList
 	keyword   string
 	supported []string
 	def       []string
@@ -35,7 +36,7 @@ type algTable struct {
 
 // The tables come from the transport's and auth's own, so that the
 // configuration accepts exactly what the server implements.
-var algTables = map[AlgList]*algTable{
+var algTables = withLists(map[AlgList]*algTable{
 	CipherList:     transportTable("Ciphers", transport.KindCipher, opensshCiphers),
 	KexList:        transportTable("KexAlgorithms", transport.KindKex, opensshKex),
 	MACList:        transportTable("MACs", transport.KindMAC, opensshMACs),
@@ -47,6 +48,13 @@ var algTables = map[AlgList]*algTable{
 		supported: append(slices.Clone(auth.DefaultCASignatureAlgorithms), "ssh-rsa"), openssh: opensshKeyTypes},
 	HostbasedList: {keyword: "HostbasedAcceptedAlgorithms", supported: opensshKeyTypes, def: opensshDefaultKeyTypes,
 		openssh: opensshKeyTypes},
+})
+
+func withLists(m map[AlgList]*algTable) map[AlgList]*algTable {
+	for l, t := range m {
+		t.list = l
+	}
+	return m
 }
 
 func transportTable(keyword string, kind transport.AlgorithmKind, openssh []string) *algTable {
@@ -90,10 +98,13 @@ func profileDefaults(profile string, list AlgList) []string {
 // defaults, as sshd does: "a,b" replaces the list; "+a,b" appends to the
 // defaults; "-pat,pat" removes the defaults matching the wildcard
 // patterns; "^a,b" puts a and b first. Names may be wildcard patterns
-// ('*', '?'). A name OpenSSH knows but offload does not implement is left
-// out with a warning, as is anything in a '-' list that removes nothing;
-// a name nobody knows is an error (sshd's "Bad SSH2 cipher spec"), and
-// so is a list that leaves nothing offload implements.
+// ('*', '?'). A name nobody knows is an error (sshd's "Bad SSH2 cipher
+// spec"), and so is a name OpenSSH knows that offload does not implement
+// (DSA, say), with the reason, and a list that leaves nothing offload
+// implements. The only names left out with a warning are those OpenSSH
+// too would never offer here (inertAlg: GSSAPI key exchanges, security-key
+// host key algorithms); in a '-' list, a name that removes nothing is a
+// warning.
 func ParseAlgList(list AlgList, arg string) (names, warnings []string, err error) {
 	return resolveAlgList(list, arg)
 }
@@ -155,10 +166,16 @@ func (t *algTable) expand(entries []string) (names, warns []string, err error) {
 		if len(got) > 0 {
 			continue
 		}
-		if len(matching(t.openssh, e)) == 0 {
+		known := matching(t.openssh, e)
+		if len(known) == 0 {
 			return nil, nil, fmt.Errorf("unknown %s algorithm %q (offload implements %s)", t.keyword, e, strings.Join(t.supported, ","))
 		}
-		warns = append(warns, fmt.Sprintf("%s is not implemented by offload; left out", e))
+		for _, k := range known {
+			if why := refusedAlg(t.list, k); why != "" {
+				return nil, nil, fmt.Errorf("%q: %s", k, why)
+			}
+		}
+		warns = append(warns, fmt.Sprintf("%s is not implemented by offload; left out: %s", e, inertAlg(t.list, known[0])))
 	}
 	return names, warns, nil
 }

@@ -48,18 +48,50 @@ func TestAlgListForms(t *testing.T) {
 		{KexList, "+ecdh-sha2-nistp256", append(slices.Clone(defKex), "ecdh-sha2-nistp256"), 0},
 		{KexList, "^curve25519-sha256", append([]string{"curve25519-sha256"}, without(defKex, "curve25519-sha256")...), 0},
 		{KexList, "ecdh-sha2-nistp*", []string{"ecdh-sha2-nistp256", "ecdh-sha2-nistp384"}, 0},
-		{KexList, "curve25519-sha256,diffie-hellman-group1-sha1", []string{"curve25519-sha256"}, 1},
+		{KexList, "curve25519-sha256,gss-curve25519-sha256-", []string{"curve25519-sha256"}, 1},
 		{CipherList, "aes*-gcm@openssh.com", []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com"}, 0},
-		{CipherList, "aes256-gcm@openssh.com,aes192-ctr", []string{"aes256-gcm@openssh.com"}, 1},
-		{CipherList, "-3des-cbc,aes128-cbc,rot13", DefaultAlgorithms(CipherList), 3},
-		{KexList, "-diffie-hellman-group1-sha1", defKex, 1},
-		{MACList, "+umac-128-etm@openssh.com", DefaultAlgorithms(MACList), 1},
+		{CipherList, "aes256-gcm@openssh.com,aes192-ctr", []string{"aes256-gcm@openssh.com", "aes192-ctr"}, 0},
+		{CipherList, "-3des-cbc,aes128-cbc,rot13", DefaultAlgorithms(CipherList), 1},
+		{KexList, "-gss-group14-sha1-", defKex, 1},
+		{MACList, "+umac-128-etm@openssh.com", DefaultAlgorithms(MACList), 0},
+		// Legacy algorithms: off by default, enabled as OpenSSH enables them.
+		{CipherList, "+aes128-cbc,3des-cbc", append(DefaultAlgorithms(CipherList), "aes128-cbc", "3des-cbc"), 0},
+		{CipherList, "^aes*-cbc", append([]string{"aes128-cbc", "aes192-cbc", "aes256-cbc"}, DefaultAlgorithms(CipherList)...), 0},
+		{MACList, "+hmac-sha1", append(DefaultAlgorithms(MACList), "hmac-sha1"), 0},
+		{MACList, "hmac-md5*", []string{"hmac-md5-etm@openssh.com", "hmac-md5", "hmac-md5-96-etm@openssh.com", "hmac-md5-96"}, 0},
+		{MACList, "-umac*", without(DefaultAlgorithms(MACList), "umac-64-etm@openssh.com", "umac-128-etm@openssh.com",
+			"umac-64@openssh.com", "umac-128@openssh.com"), 0},
+		{HostKeyAlgList, "+sk-ssh-ed25519@openssh.com", DefaultAlgorithms(HostKeyAlgList), 1},
 		{PubkeyList, "+ssh-rsa", append(DefaultAlgorithms(PubkeyList), "ssh-rsa"), 0},
 	}
 	for _, tc := range cases {
 		got, warns, err := ParseAlgList(tc.list, tc.arg)
 		if err != nil || !slices.Equal(got, tc.want) || len(warns) != tc.warns {
 			t.Errorf("%q: %v %q %v, want %v with %d warnings", tc.arg, got, warns, err, tc.want, tc.warns)
+		}
+	}
+}
+
+// TestAlgListRefusals: a name OpenSSH knows that offload does not
+// implement is an error with the reason, never a warning; names OpenSSH
+// 9.2 does not know are unknown.
+func TestAlgListRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		list      AlgList
+		arg, want string
+	}{
+		{HostKeyAlgList, "+ssh-dss", "DSA keys and signatures are not supported"},
+		{HostKeyAlgList, "ssh-ed25519,ssh-dss-cert-v01@openssh.com", "OpenSSH 10 removed them"},
+		{PubkeyList, "+ssh-dss", "DSA"},
+		{CASigList, "ssh-dss", "DSA"},
+		{PubkeyList, "+webauthn-sk-ecdsa-sha2-nistp256@openssh.com", "WebAuthn"},
+		{CipherList, "+blowfish-cbc", "unknown Ciphers algorithm"},
+		{CipherList, "+rijndael-cbc@lysator.liu.se", "unknown Ciphers algorithm"},
+		{MACList, "+hmac-ripemd160", "unknown MACs algorithm"},
+	} {
+		names, warns, err := ParseAlgList(tc.list, tc.arg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %q: %v %v %v, want an error saying %q", algTables[tc.list].keyword, tc.arg, names, warns, err, tc.want)
 		}
 	}
 }
@@ -120,7 +152,7 @@ func TestHardeningLists(t *testing.T) {
 		t.Errorf("Ciphers %v", c.Ciphers)
 	}
 	if len(c.Warnings()) == 0 {
-		t.Error("no warnings for names offload lacks in removal lists")
+		t.Error("no warnings for names nobody implements in removal lists")
 	}
 }
 
@@ -155,4 +187,28 @@ func FuzzAlgList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLegacyAlgsInMatch: PubkeyAcceptedAlgorithms +ssh-rsa works in a
+// Match block, as OpenSSH allows; the transport lists (Ciphers, MACs,
+// KexAlgorithms, HostKeyAlgorithms) are refused there, as by OpenSSH,
+// since they are negotiated before the user is known.
+func TestLegacyAlgsInMatch(t *testing.T) {
+	c := parse(t, "Match User old\n\tPubkeyAcceptedAlgorithms +ssh-rsa\n")
+	old, err := c.ForConnection(ConnInfo{User: "old", Addr: "192.0.2.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.ForConnection(ConnInfo{User: "new", Addr: "192.0.2.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(old.PubkeyAcceptedAlgorithms, "ssh-rsa") || slices.Contains(other.PubkeyAcceptedAlgorithms, "ssh-rsa") {
+		t.Errorf("ssh-rsa: matched user %v, other %v", old.PubkeyAcceptedAlgorithms, other.PubkeyAcceptedAlgorithms)
+	}
+	for _, kw := range []string{"Ciphers +aes128-cbc", "MACs +hmac-sha1", "KexAlgorithms +diffie-hellman-group1-sha1", "HostKeyAlgorithms +ssh-rsa"} {
+		if _, err := Parse("sshd_config", strings.NewReader("Match User old\n\t"+kw+"\n"), nil); err == nil {
+			t.Errorf("%s accepted in a Match block", kw)
+		}
+	}
 }

@@ -46,13 +46,14 @@ func ExampleLineError() {
 func ExampleParseAlgList() {
 	kex, _, _ := config.ParseAlgList(config.KexList, "-sntrup*,curve25519-sha256*")
 	fmt.Println(kex)
-	kex, warnings, _ := config.ParseAlgList(config.KexList, "curve25519-sha256,diffie-hellman-group1-sha1")
-	fmt.Println(kex)
-	fmt.Println(warnings)
+	ciphers, _, _ := config.ParseAlgList(config.CipherList, "+aes128-cbc")
+	fmt.Println(ciphers)
+	_, _, err := config.ParseAlgList(config.HostKeyAlgList, "+ssh-dss")
+	fmt.Println(err)
 	// Output:
 	// [mlkem768x25519-sha256]
-	// [curve25519-sha256]
-	// [diffie-hellman-group1-sha1 is not implemented by offload; left out]
+	// [chacha20-poly1305@openssh.com aes128-gcm@openssh.com aes256-gcm@openssh.com aes128-ctr aes256-ctr aes192-ctr aes128-cbc]
+	// "ssh-dss": DSA keys and signatures are not supported (OpenSSH 10 removed them; docs/configuration.md)
 }
 
 func ExampleConfig_ForConnection() {

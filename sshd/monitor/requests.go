@@ -103,7 +103,9 @@ func (m *Monitor) sign(c *child, p []byte) ([]byte, error) {
 // which there is one: while its signature is being made, every other
 // request for the connection is refused.
 func (m *Monitor) signable(c *child, req *ipc.SignRequest) (*mconn, bool, error) {
-	if n := len(req.H); n != 32 && n != 48 && n != 64 {
+	// SHA-1 (20 bytes: the legacy *-sha1 key exchanges, when configured),
+	// SHA-256, SHA-384 or SHA-512.
+	if n := len(req.H); n != 20 && n != 32 && n != 48 && n != 64 {
 		return nil, false, errHashSize
 	}
 	if !m.isHostKey(req.Alg, req.Pub) {

@@ -8,7 +8,9 @@ type cipherSpec struct {
 	// (aes-ctr) used with a separately negotiated MAC; keyStream and
 	// oneTimeMAC the chacha20-poly1305 construction.
 	aead, stream, keyStream, oneTimeMAC string
-	keySize, ivSize                     int
+	// block names a registry block cipher run in CBC mode (cipher_cbc.go).
+	block           string
+	keySize, ivSize int
 	// blockSize is the padding alignment.
 	blockSize int
 	// macBuiltIn is true for ciphers that authenticate themselves; the
@@ -65,6 +67,14 @@ var (
 		{name: "aes256-gcm@openssh.com", aead: "aes256-gcm", keySize: 32, ivSize: 12, blockSize: 16, macBuiltIn: true, rekeyBlock: 16, onByDefault: true},
 		{name: "aes128-ctr", stream: "aes128-ctr", keySize: 16, ivSize: 16, blockSize: 16, rekeyBlock: 16, onByDefault: true},
 		{name: "aes256-ctr", stream: "aes256-ctr", keySize: 32, ivSize: 16, blockSize: 16, rekeyBlock: 16, onByDefault: true},
+		// On by default in OpenSSH 9.2 and 10 too; no scanner flags it.
+		{name: "aes192-ctr", stream: "aes192-ctr", keySize: 24, ivSize: 16, blockSize: 16, rekeyBlock: 16, onByDefault: true},
+		// CBC, off by default as in OpenSSH: for old peers that have
+		// nothing else ("Ciphers +aes128-cbc").
+		{name: "aes128-cbc", block: "aes128", keySize: 16, ivSize: 16, blockSize: 16, rekeyBlock: 16, warn: warnCBC},
+		{name: "aes192-cbc", block: "aes192", keySize: 24, ivSize: 16, blockSize: 16, rekeyBlock: 16, warn: warnCBC},
+		{name: "aes256-cbc", block: "aes256", keySize: 32, ivSize: 16, blockSize: 16, rekeyBlock: 16, warn: warnCBC},
+		{name: "3des-cbc", block: "3des", keySize: 24, ivSize: 8, blockSize: 8, rekeyBlock: 8, warn: warnCBC + "; 64-bit blocks"},
 	}
 	macTable = []macSpec{
 		{name: "hmac-sha2-256-etm@openssh.com", hmac: "hmac-sha256", keySize: 32, tagSize: 32, etm: true, onByDefault: true},
@@ -73,6 +83,24 @@ var (
 		// its CTR ciphers; OpenSSH offers them by default too.
 		{name: "hmac-sha2-256", hmac: "hmac-sha256", keySize: 32, tagSize: 32, onByDefault: true, warn: warnEaM},
 		{name: "hmac-sha2-512", hmac: "hmac-sha512", keySize: 64, tagSize: 64, onByDefault: true, warn: warnEaM},
+		// UMAC (RFC 4418), on by default as in OpenSSH 9.2 and 10; ssh-audit
+		// warns about the 64-bit tags and the encrypt-and-MAC forms, as it
+		// does on OpenSSH's defaults.
+		{name: "umac-64-etm@openssh.com", hmac: "umac-64", keySize: 16, tagSize: 8, etm: true, onByDefault: true, warn: warnTag64},
+		{name: "umac-128-etm@openssh.com", hmac: "umac-128", keySize: 16, tagSize: 16, etm: true, onByDefault: true},
+		{name: "umac-64@openssh.com", hmac: "umac-64", keySize: 16, tagSize: 8, onByDefault: true, warn: warnEaM + "; " + warnTag64},
+		{name: "umac-128@openssh.com", hmac: "umac-128", keySize: 16, tagSize: 16, onByDefault: true, warn: warnEaM},
+		// SHA-1 and MD5 HMACs, off by default. OpenSSH 9.2 and 10 offer
+		// hmac-sha1 and hmac-sha1-etm by default; offload does not, since
+		// ssh-audit fails SHA-1 MACs (docs/configuration.md).
+		{name: "hmac-sha1-etm@openssh.com", hmac: "hmac-sha1", keySize: 20, tagSize: 20, etm: true, warn: warnSHA1},
+		{name: "hmac-sha1", hmac: "hmac-sha1", keySize: 20, tagSize: 20, warn: warnSHA1},
+		{name: "hmac-sha1-96-etm@openssh.com", hmac: "hmac-sha1", keySize: 20, tagSize: 12, etm: true, warn: warnSHA1},
+		{name: "hmac-sha1-96", hmac: "hmac-sha1", keySize: 20, tagSize: 12, warn: warnSHA1},
+		{name: "hmac-md5-etm@openssh.com", hmac: "hmac-md5", keySize: 16, tagSize: 16, etm: true, warn: warnMD5},
+		{name: "hmac-md5", hmac: "hmac-md5", keySize: 16, tagSize: 16, warn: warnMD5},
+		{name: "hmac-md5-96-etm@openssh.com", hmac: "hmac-md5", keySize: 16, tagSize: 12, etm: true, warn: warnMD5},
+		{name: "hmac-md5-96", hmac: "hmac-md5", keySize: 16, tagSize: 12, warn: warnMD5},
 	}
 	kexTable = []kexSpec{
 		{name: "mlkem768x25519-sha256", method: ecdhMethod, hash: "sha256", agree: "x25519", kem: "ml-kem-768", onByDefault: true},
@@ -90,6 +118,12 @@ var (
 		{name: "diffie-hellman-group16-sha512", method: dhMethod, hash: "sha512", agree: "modp4096"},
 		{name: "diffie-hellman-group18-sha512", method: dhMethod, hash: "sha512", agree: "modp8192"},
 		{name: "diffie-hellman-group-exchange-sha256", method: gexMethod, hash: "sha256", agree: "modp-gex"},
+		// Legacy, off by default as in OpenSSH 9.2: SHA-1 exchange hashes,
+		// a 1024-bit group, and P-521 (off like the other NIST curves).
+		{name: "ecdh-sha2-nistp521", method: ecdhMethod, hash: "sha512", agree: "ecdh-p521", warn: warnNIST},
+		{name: "diffie-hellman-group14-sha1", method: dhMethod, hash: "sha1", agree: "modp2048", warn: warnSHA1},
+		{name: "diffie-hellman-group-exchange-sha1", method: gexMethod, hash: "sha1", agree: "modp-gex", warn: warnSHA1},
+		{name: "diffie-hellman-group1-sha1", method: dhMethod, hash: "sha1", agree: "modp1024", warn: warnSHA1 + "; 1024-bit group"},
 	}
 	hostKeyTable = []hostKeySpec{
 		// Certificates first, as OpenSSH orders them: offered only with a
@@ -97,20 +131,30 @@ var (
 		{name: "ssh-ed25519-cert-v01@openssh.com", keyType: "ssh-ed25519-cert-v01@openssh.com", signature: "ed25519", certOf: "ssh-ed25519", onByDefault: true},
 		{name: "ecdsa-sha2-nistp256-cert-v01@openssh.com", keyType: "ecdsa-sha2-nistp256-cert-v01@openssh.com", signature: "ecdsa-p256-sha256", certOf: "ecdsa-sha2-nistp256", onByDefault: true, warn: warnNIST},
 		{name: "ecdsa-sha2-nistp384-cert-v01@openssh.com", keyType: "ecdsa-sha2-nistp384-cert-v01@openssh.com", signature: "ecdsa-p384-sha384", certOf: "ecdsa-sha2-nistp384", onByDefault: true, warn: warnNIST},
+		{name: "ecdsa-sha2-nistp521-cert-v01@openssh.com", keyType: "ecdsa-sha2-nistp521-cert-v01@openssh.com", signature: "ecdsa-p521-sha512", certOf: "ecdsa-sha2-nistp521", onByDefault: true, warn: warnNIST},
 		{name: "rsa-sha2-512-cert-v01@openssh.com", keyType: "ssh-rsa-cert-v01@openssh.com", signature: "rsa-pkcs1v15-sha512", certOf: "rsa-sha2-512", onByDefault: true},
 		{name: "rsa-sha2-256-cert-v01@openssh.com", keyType: "ssh-rsa-cert-v01@openssh.com", signature: "rsa-pkcs1v15-sha256", certOf: "rsa-sha2-256", onByDefault: true},
 		{name: "ssh-ed25519", keyType: "ssh-ed25519", signature: "ed25519", onByDefault: true},
 		{name: "ecdsa-sha2-nistp256", keyType: "ecdsa-sha2-nistp256", signature: "ecdsa-p256-sha256", onByDefault: true, warn: warnNIST},
 		{name: "ecdsa-sha2-nistp384", keyType: "ecdsa-sha2-nistp384", signature: "ecdsa-p384-sha384", onByDefault: true, warn: warnNIST},
+		{name: "ecdsa-sha2-nistp521", keyType: "ecdsa-sha2-nistp521", signature: "ecdsa-p521-sha512", onByDefault: true, warn: warnNIST},
 		{name: "rsa-sha2-512", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha512", onByDefault: true},
 		{name: "rsa-sha2-256", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha256", onByDefault: true},
+		// SHA-1 RSA signatures, off by default as in OpenSSH since 8.8:
+		// "HostKeyAlgorithms +ssh-rsa" for clients that know no other.
+		{name: "ssh-rsa-cert-v01@openssh.com", keyType: "ssh-rsa-cert-v01@openssh.com", signature: "rsa-pkcs1v15-sha1", certOf: "ssh-rsa", warn: warnSHA1},
+		{name: "ssh-rsa", keyType: "ssh-rsa", signature: "rsa-pkcs1v15-sha1", warn: warnSHA1},
 	}
 )
 
 // Scanner findings that keep an algorithm out of ProfileHardened.
 const (
-	warnEaM  = "encrypt-and-MAC mode (ssh-audit warns)"
-	warnNIST = "NIST elliptic curve (ssh-audit fails it)"
+	warnEaM   = "encrypt-and-MAC mode (ssh-audit warns)"
+	warnNIST  = "NIST elliptic curve (ssh-audit fails it)"
+	warnCBC   = "CBC mode (ssh-audit warns; plaintext recovery on encrypt-and-MAC)"
+	warnTag64 = "64-bit tag (ssh-audit warns)"
+	warnSHA1  = "SHA-1 (ssh-audit fails it)"
+	warnMD5   = "MD5 (ssh-audit fails it)"
 )
 
 // Pseudo-algorithms announced in the kex list.

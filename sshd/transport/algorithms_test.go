@@ -2,6 +2,7 @@ package transport
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // with the catalog's sizes, and every default is a row.
 func TestTablesMatchCatalog(t *testing.T) {
 	for _, c := range cipherTable {
-		for _, name := range []string{c.aead, c.stream, c.keyStream, c.oneTimeMAC} {
+		for _, name := range []string{c.aead, c.stream, c.block, c.keyStream, c.oneTimeMAC} {
 			if name == "" {
 				continue
 			}
@@ -22,7 +23,7 @@ func TestTablesMatchCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
-			if (c.aead == name || c.stream == name) && alg.KeySize != c.keySize {
+			if (c.aead == name || c.stream == name || c.block == name) && alg.KeySize != c.keySize {
 				t.Errorf("%s: key size %d, catalog says %d", c.name, c.keySize, alg.KeySize)
 			}
 			if c.keyStream == name && 2*alg.KeySize != c.keySize {
@@ -31,7 +32,9 @@ func TestTablesMatchCatalog(t *testing.T) {
 		}
 	}
 	for _, m := range macTable {
-		if alg, err := provider.Lookup(m.hmac); err != nil || alg.KeySize != m.keySize || alg.TagSize != m.tagSize {
+		alg, err := provider.Lookup(m.hmac)
+		truncated := strings.Contains(m.name, "-96") && m.tagSize == 12 && alg != nil && alg.TagSize > 12
+		if err != nil || alg.KeySize != m.keySize || (alg.TagSize != m.tagSize && !truncated) {
 			t.Errorf("%s: %v / catalog sizes differ", m.name, err)
 		}
 	}

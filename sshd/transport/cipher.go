@@ -16,7 +16,9 @@ type packetCipher interface {
 	// room for tagLen bytes.
 	seal(seq uint32, pkt []byte) []byte
 	// decryptLength returns packet_length from the first 4 bytes of a
-	// packet. Only encrypt-and-MAC modes change them (decrypting in place).
+	// packet (the first cipher block for CBC in encrypt-and-MAC mode; see
+	// lengthBytes). Only encrypt-and-MAC modes change them (decrypting in
+	// place).
 	decryptLength(seq uint32, hdr []byte) uint32
 	// open authenticates pkt (length, body, tag) and decrypts the body in
 	// place, returning it. The MAC is checked before anything is decrypted.
@@ -55,6 +57,8 @@ func newPacketCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k dire
 		return newGCMCipher(reg, cs, k)
 	case cs.keyStream != "":
 		return newChachaCipher(reg, cs, k)
+	case cs.block != "" && ms != nil:
+		return newCBCCipher(reg, cs, ms, k)
 	case cs.stream != "" && ms != nil && ms.etm:
 		return newEtMCipher(reg, cs, ms, k)
 	case cs.stream != "" && ms != nil:

@@ -4,24 +4,21 @@ import (
 	"crypto/cipher"
 	"crypto/subtle"
 	"encoding/binary"
-	"hash"
 
 	"github.com/offload/offload/provider"
 )
 
 // eamCipher is a stream cipher (aes-ctr) with the original
-// encrypt-and-MAC HMAC of RFC 4253 §6.4 (hmac-sha2-256, hmac-sha2-512):
+// encrypt-and-MAC MAC of RFC 4253 §6.4 (hmac-sha2-256, hmac-sha2-512, and
+// the legacy hmac-sha1, hmac-md5 and umac):
 // the whole packet, length included, is encrypted, and the MAC covers the
 // sequence number and the cleartext packet. The length must be decrypted
 // to know how much to read, so decryptLength works in place; the MAC is
 // still checked before the payload is handed on.
 type eamCipher struct {
 	stream cipher.Stream
-	mac    hash.Hash
-	tagN   int
-	seq    [4]byte
-	sum    [64]byte
-	ctr    ctrPosition
+	packetMAC
+	ctr ctrPosition
 }
 
 func newEaMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directionKeys) (*eamCipher, error) {
@@ -29,19 +26,11 @@ func newEaMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directi
 	if err != nil {
 		return nil, err
 	}
-	return &eamCipher{stream: e.stream, mac: e.mac, tagN: e.tagN, ctr: e.ctr}, nil
-}
-
-func (c *eamCipher) macOf(seq uint32, msg []byte) []byte {
-	binary.BigEndian.PutUint32(c.seq[:], seq)
-	c.mac.Reset()
-	c.mac.Write(c.seq[:])
-	c.mac.Write(msg)
-	return c.mac.Sum(c.sum[:0])
+	return &eamCipher{stream: e.stream, packetMAC: e.packetMAC, ctr: e.ctr}, nil
 }
 
 func (c *eamCipher) seal(seq uint32, pkt []byte) []byte {
-	tag := c.macOf(seq, pkt)
+	tag := c.tag(seq, pkt)
 	c.stream.XORKeyStream(pkt, pkt)
 	c.ctr.used(len(pkt))
 	return append(pkt, tag...)
@@ -62,7 +51,7 @@ func (c *eamCipher) open(seq uint32, pkt []byte) ([]byte, error) {
 	n := len(pkt) - c.tagN
 	c.stream.XORKeyStream(pkt[4:n], pkt[4:n])
 	c.ctr.used(n - 4)
-	if subtle.ConstantTimeCompare(c.macOf(seq, pkt[:n]), pkt[n:]) != 1 {
+	if subtle.ConstantTimeCompare(c.tag(seq, pkt[:n]), pkt[n:]) != 1 {
 		return nil, ErrMAC
 	}
 	return pkt[4:n], nil

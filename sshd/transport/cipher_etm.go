@@ -5,22 +5,19 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
-	"hash"
 
 	"github.com/offload/offload/provider"
 )
 
-// etmCipher is a stream cipher (aes-ctr) with an encrypt-then-MAC HMAC
-// (hmac-sha2-*-etm@openssh.com, OpenSSH PROTOCOL §1.5): packet_length is
-// sent in the clear, the MAC covers the sequence number, the clear length
-// and the ciphertext, and is checked before decrypting.
+// etmCipher is a stream cipher (aes-ctr) with an encrypt-then-MAC MAC
+// (hmac-sha2-*-etm@openssh.com, umac-*-etm@openssh.com, OpenSSH PROTOCOL
+// §1.5): packet_length is sent in the clear, the MAC covers the sequence
+// number, the clear length and the ciphertext, and is checked before
+// decrypting.
 type etmCipher struct {
 	stream cipher.Stream
-	mac    hash.Hash
-	tagN   int
-	seq    [4]byte
-	sum    [64]byte
-	ctr    ctrPosition
+	packetMAC
+	ctr ctrPosition
 }
 
 func newEtMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directionKeys) (*etmCipher, error) {
@@ -28,30 +25,18 @@ func newEtMCipher(reg *provider.Registry, cs *cipherSpec, ms *macSpec, k directi
 	if err != nil {
 		return nil, fmt.Errorf("transport: %s: %w", cs.name, err)
 	}
-	m, err := reg.MAC(ms.hmac, k.macKey)
+	m, err := newPacketMAC(reg, ms, k.macKey)
 	if err != nil {
 		provider.Release(s)
-		return nil, fmt.Errorf("transport: %s: %w", ms.name, err)
+		return nil, err
 	}
-	if m.Size() != ms.tagSize {
-		releaseAll(s, m)
-		return nil, fmt.Errorf("transport: %s: provider MAC size %d, want %d", ms.name, m.Size(), ms.tagSize)
-	}
-	return &etmCipher{stream: s, mac: m, tagN: ms.tagSize, ctr: newCTRPosition(k.iv)}, nil
-}
-
-func (c *etmCipher) macOf(seq uint32, msg []byte) []byte {
-	binary.BigEndian.PutUint32(c.seq[:], seq)
-	c.mac.Reset()
-	c.mac.Write(c.seq[:])
-	c.mac.Write(msg)
-	return c.mac.Sum(c.sum[:0])
+	return &etmCipher{stream: s, packetMAC: m, ctr: newCTRPosition(k.iv)}, nil
 }
 
 func (c *etmCipher) seal(seq uint32, pkt []byte) []byte {
 	c.stream.XORKeyStream(pkt[4:], pkt[4:])
 	c.ctr.used(len(pkt) - 4)
-	return append(pkt, c.macOf(seq, pkt)...)
+	return append(pkt, c.tag(seq, pkt)...)
 }
 
 func (c *etmCipher) decryptLength(_ uint32, hdr []byte) uint32 {
@@ -63,7 +48,7 @@ func (c *etmCipher) open(seq uint32, pkt []byte) ([]byte, error) {
 		return nil, errShortPacket
 	}
 	n := len(pkt) - c.tagN
-	if subtle.ConstantTimeCompare(c.macOf(seq, pkt[:n]), pkt[n:]) != 1 {
+	if subtle.ConstantTimeCompare(c.tag(seq, pkt[:n]), pkt[n:]) != 1 {
 		return nil, ErrMAC
 	}
 	body := pkt[4:n]

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/des"
 	"crypto/hmac"
+	"crypto/md5"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/binary"
@@ -55,24 +58,56 @@ func refSeal(t *testing.T, cs *cipherSpec, ms *macSpec, k directionKeys, seqs []
 			out = append(out, append(c, tag[:]...))
 		}
 	default:
-		block, _ := aes.NewCipher(k.key)
-		ctr := cipher.NewCTR(block, k.iv)
-		newHash := map[string]func() hash.Hash{"hmac-sha256": sha256.New, "hmac-sha512": sha512.New}[ms.hmac]
+		encrypt := refEncrypter(cs, k)
 		for i, p := range pkts {
 			c := bytes.Clone(p)
-			m := hmac.New(newHash, k.macKey)
-			m.Write(binary.BigEndian.AppendUint32(nil, seqs[i]))
+			m := refMAC(t, ms, k.macKey, seqs[i])
 			if ms.etm { // encrypt, then MAC the clear length and the ciphertext
-				ctr.XORKeyStream(c[4:], c[4:])
+				encrypt(c[4:])
 				m.Write(c)
 			} else { // MAC the cleartext, encrypt everything
 				m.Write(c)
-				ctr.XORKeyStream(c, c)
+				encrypt(c)
 			}
-			out = append(out, m.Sum(c))
+			out = append(out, m.Sum(c)[:len(c)+ms.tagSize])
 		}
 	}
 	return out
+}
+
+// refEncrypter is CTR or CBC over the standard library's AES and DES.
+func refEncrypter(cs *cipherSpec, k directionKeys) func([]byte) {
+	var block cipher.Block
+	if cs.block == "3des" {
+		block, _ = des.NewTripleDESCipher(k.key)
+	} else {
+		block, _ = aes.NewCipher(k.key)
+	}
+	if cs.block != "" {
+		cbc := cipher.NewCBCEncrypter(block, k.iv)
+		return func(b []byte) { cbc.CryptBlocks(b, b) }
+	}
+	ctr := cipher.NewCTR(block, k.iv)
+	return func(b []byte) { ctr.XORKeyStream(b, b) }
+}
+
+// refMAC is the packet MAC with the sequence number written: HMAC from
+// the standard library over the 4-byte number; UMAC (for which there is
+// no second implementation) from the registry, over the 8-byte nonce.
+func refMAC(t *testing.T, ms *macSpec, key []byte, seq uint32) hash.Hash {
+	newHash := map[string]func() hash.Hash{"hmac-sha256": sha256.New, "hmac-sha512": sha512.New,
+		"hmac-sha1": sha1.New, "hmac-md5": md5.New}[ms.hmac]
+	if newHash != nil {
+		m := hmac.New(newHash, key)
+		m.Write(binary.BigEndian.AppendUint32(nil, seq))
+		return m
+	}
+	m, err := testRegistry(t).MAC(ms.hmac, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Write(binary.BigEndian.AppendUint64(nil, uint64(seq)))
+	return m
 }
 
 // TestCiphersAgainstReference seals packets with each construction and
@@ -107,7 +142,7 @@ func TestCiphersAgainstReference(t *testing.T) {
 				if !bytes.Equal(got, want[i]) {
 					t.Fatalf("packet %d: sealed bytes differ from the reference", i)
 				}
-				if n := r.decryptLength(seqs[i], got[:4]); n != uint32(len(p)-4) {
+				if n := r.decryptLength(seqs[i], got[:lengthBytes(r)]); n != uint32(len(p)-4) {
 					t.Fatalf("packet %d: length %d, want %d", i, n, len(p)-4)
 				}
 				body, err := r.open(seqs[i], got)
@@ -124,14 +159,19 @@ func TestCiphersAgainstReference(t *testing.T) {
 func TestCiphersRejectTampering(t *testing.T) {
 	for _, bc := range benchCiphers() {
 		t.Run(bc.name, func(t *testing.T) {
-			p := refPacket(bc.cs, []byte("payload"), 8)
+			pad := 8
+			if bc.cs.block != "" { // CBC needs whole blocks
+				w, _ := cipherPair(t, bc.cs, bc.ms)
+				pad = paddingFor(w, len("payload"))
+			}
+			p := refPacket(bc.cs, []byte("payload"), pad)
 			for _, pos := range []int{0, 3, 4, 10, len(p) - 1, len(p), len(p) + 5} {
 				w, r := cipherPair(t, bc.cs, bc.ms)
 				buf := make([]byte, len(p), len(p)+maxTag)
 				copy(buf, p)
 				sealed := w.seal(7, buf)
 				sealed[pos] ^= 1
-				r.decryptLength(7, sealed[:4])
+				r.decryptLength(7, sealed[:lengthBytes(r)])
 				if _, err := r.open(7, sealed); !errors.Is(err, ErrMAC) {
 					t.Fatalf("flip at %d: err %v, want ErrMAC", pos, err)
 				}

@@ -79,7 +79,7 @@ func nonEmpty(names ...string) []string {
 }
 
 func (c *cipherSpec) primitives() []string {
-	return nonEmpty(c.aead, c.stream, c.keyStream, c.oneTimeMAC)
+	return nonEmpty(c.aead, c.stream, c.block, c.keyStream, c.oneTimeMAC)
 }
 
 func (m *macSpec) primitives() []string { return nonEmpty(m.hmac) }

@@ -48,8 +48,10 @@ func hostKeysForTest(t testing.TB) map[string]crypto.Signer {
 		_, ed, _ := ed25519.GenerateKey(rand.Reader)
 		p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+		p521, _ := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 		rk, _ := rsa.GenerateKey(rand.Reader, 2048)
-		testKeys = map[string]crypto.Signer{"ssh-ed25519": ed, "ecdsa-sha2-nistp256": p256, "ecdsa-sha2-nistp384": p384, "ssh-rsa": rk}
+		testKeys = map[string]crypto.Signer{"ssh-ed25519": ed, "ecdsa-sha2-nistp256": p256, "ecdsa-sha2-nistp384": p384,
+			"ecdsa-sha2-nistp521": p521, "ssh-rsa": rk}
 	})
 	return testKeys
 }
@@ -79,7 +81,7 @@ func hostCertsForTest(t testing.TB) []*ssh.Certificate {
 
 func allHostKeys(t testing.TB) []crypto.Signer {
 	m := hostKeysForTest(t)
-	return []crypto.Signer{m["ssh-ed25519"], m["ecdsa-sha2-nistp256"], m["ecdsa-sha2-nistp384"], m["ssh-rsa"]}
+	return []crypto.Signer{m["ssh-ed25519"], m["ecdsa-sha2-nistp256"], m["ecdsa-sha2-nistp384"], m["ecdsa-sha2-nistp521"], m["ssh-rsa"]}
 }
 
 // testServer accepts connections, runs the transport and a minimal upper

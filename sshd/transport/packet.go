@@ -106,10 +106,11 @@ func (p *packetReader) read() ([]byte, error) {
 	if p.pipe != nil {
 		return p.readPiped()
 	}
-	if err := p.fill(p.buf[:4]); err != nil {
+	h := lengthBytes(p.c)
+	if err := p.fill(p.buf[:h]); err != nil {
 		return nil, err
 	}
-	n, err := guardedLength(p.c, p.seq, p.buf[:4])
+	n, err := guardedLength(p.c, p.seq, p.buf[:h])
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +119,13 @@ func (p *packetReader) read() ([]byte, error) {
 	}
 	total := 4 + int(n) + p.c.tagLen()
 	if total > len(p.buf) {
-		hdr := [4]byte(p.buf[:4])
+		var hdr [16]byte
+		copy(hdr[:], p.buf[:h])
 		p.buf = grow(p.buf, total)
-		copy(p.buf, hdr[:])
+		copy(p.buf, hdr[:h])
 	}
 	pkt := p.buf[:total]
-	if err := p.fill(pkt[4:]); err != nil {
+	if err := p.fill(pkt[h:]); err != nil {
 		return nil, err
 	}
 	p.growAhead(total)

@@ -44,6 +44,8 @@ func (c *cipherSpec) bulkPrimitive() string {
 		return c.aead
 	case c.keyStream != "":
 		return "chacha20-poly1305" // the catalog's AEAD of the same construction
+	case c.block != "":
+		return c.block
 	}
 	return c.stream
 }

@@ -150,11 +150,16 @@ func TestExportResume(t *testing.T) {
 		{"aes256-gcm@openssh.com", ""},
 		{"aes128-ctr", "hmac-sha2-256-etm@openssh.com"},
 		{"aes256-ctr", "hmac-sha2-512"},
+		// Legacy: CBC resumes from its last ciphertext block.
+		{"aes128-cbc", "hmac-sha1"},
+		{"3des-cbc", "hmac-sha2-256-etm@openssh.com"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.cipher+"/"+tc.mac, func(t *testing.T) {
-			macs := []string{"hmac-sha2-256-etm@openssh.com", "hmac-sha2-512"}
-			hs := newHandoverServer(t, &Config{MACs: macs}, &Config{MACs: macs, RekeyBytes: 256 << 10})
+			macs := []string{"hmac-sha2-256-etm@openssh.com", "hmac-sha2-512", "hmac-sha1"}
+			ciphers := SupportedCiphers()
+			hs := newHandoverServer(t, &Config{MACs: macs, Ciphers: ciphers},
+				&Config{MACs: macs, Ciphers: ciphers, RekeyBytes: 256 << 10})
 			cfg := clientConfig("curve25519-sha256", tc.cipher, tc.mac, "")
 			cfg.RekeyThreshold = 384 << 10
 			cl, reqs := hs.dial(t, cfg)
