@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 		c.LoginGraceTime != 2*time.Minute || c.ClientAliveCountMax != 3 || c.ClientAliveInterval != 0 {
 		t.Errorf("numeric defaults wrong: %+v", c)
 	}
-	if !c.PubkeyAuthentication || !c.StrictModes || c.PasswordAuthentication || c.KbdInteractiveAuthentication ||
+	if !c.PubkeyAuthentication || !c.StrictModes || !c.PasswordAuthentication || c.KbdInteractiveAuthentication ||
 		c.UsePAM || c.PAMServiceName != "sshd" || c.PermitRootLogin != "prohibit-password" {
 		t.Errorf("auth defaults wrong: %+v", c)
 	}
