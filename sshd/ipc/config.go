@@ -212,9 +212,12 @@ func (t *TransportConfig) remoteProviders(peer *Peer) []provider.Provider {
 // ChildPins returns, for every registry primitive the SSH algorithms are
 // built from, the provider reg chooses: a child pins the same. AEADs
 // served by a provider only the monitor has (a token) are in remote: the
-// child reaches them through the monitor. Other primitives of such
-// providers are left out, with their names in away: the child serves them
-// with its own providers.
+// child reaches them through the monitor. Signatures are left out: the
+// only ones are host-key signatures, which the monitor makes for every
+// process (ipc.Signer), so where they are served is the monitor's
+// business. Other primitives of such providers (a key agreement or hash
+// a token was chosen for) are left out too, with "primitive=provider" in
+// away: the child serves them with its own providers.
 func ChildPins(reg *provider.Registry) (pins, remote map[string]string, away []string) {
 	pins, remote = map[string]string{}, map[string]string{}
 	seen := map[string]bool{}
@@ -231,6 +234,8 @@ func ChildPins(reg *provider.Registry) (pins, remote map[string]string, away []s
 			kind := chosenKind(ex)
 			alg, _ := provider.Lookup(prim)
 			switch {
+			case alg != nil && alg.Family == provider.FamilySignature && kind == provider.KindHardware:
+				// the monitor signs; a child never does
 			case kind == provider.KindSoftware || kind == provider.KindCPU:
 				pins[prim] = ex.Chosen
 			case alg != nil && alg.Family == provider.FamilyAEAD:
