@@ -108,6 +108,7 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 			HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
 			ModuliFile:   st.ModuliFile,
 			CipherScores: tr.CipherScores(),
+			Compression:  st.Compression,
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {

@@ -19,7 +19,7 @@ import (
 // default, and what 9.2 lacks or has that 10 changed.
 var printDiffAllowed = []string{"ciphers", "macs", "kexalgorithms", "hostkeyalgorithms", "pubkeyacceptedalgorithms",
 	"casignaturealgorithms", "hostbasedacceptedalgorithms",
-	"compression", "ipqos", "printlastlog", "pidfile", "permitrootlogin",
+	"ipqos", "printlastlog", "pidfile", "permitrootlogin",
 	// keyboard-interactive is off unless configured (OpenSSH: on, with
 	// nothing to ask without PAM).
 	"kbdinteractiveauthentication",

@@ -105,8 +105,9 @@ var keywords = []*keyword{
 		supported("daemon: SO_KEEPALIVE on accepted connections, system timing; kept when the socket passes between processes (rawio.FileConn)").eg("no"),
 	boolKW("PermitEmptyPasswords", false, func(c *Config) *bool { return &c.PermitEmptyPasswords }).perConnection().
 		supported("auth.Config.PermitEmptyPasswords").eg("yes"),
-	enumKW("Compression", "no", func(c *Config) *string { return &c.Compression }, []string{"yes", "delayed", "no"}, nil).
-		refused("transport", "compression", "no").eg("yes"),
+	// delayed is OpenSSH's legacy synonym of yes; -T prints yes for both.
+	enumKW("Compression", "yes", func(c *Config) *string { return &c.Compression }, []string{"yes", "no"}, map[string]string{"delayed": "yes"}).
+		supported("sshd.Config.Compression: zlib@openssh.com after user authentication").eg("no"),
 	enumKW("GatewayPorts", "no", func(c *Config) *string { return &c.GatewayPorts }, []string{"no", "yes", "clientspecified"}, nil).perConnection().
 		supported("connection.Config.GatewayPorts").eg("clientspecified"),
 	boolKW("UseDNS", false, func(c *Config) *bool { return &c.UseDNS }).

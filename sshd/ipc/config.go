@@ -78,6 +78,7 @@ type TransportConfig struct {
 	HostPublicKeys            [][]byte // SSH wire format
 	HostCertificates          [][]byte // OpenSSH host certificates, wire format
 	CipherSelection           string   // transport.Config.CipherSelection
+	Compression               bool     // transport.Config.Compression
 	// ModuliFile is read by the pre-auth workers as they start, before
 	// their sandbox closes (as the sshd account: it must be readable to
 	// it, as /etc/ssh/moduli is).
@@ -126,6 +127,7 @@ func (t *TransportConfig) Build(peer *Peer, log *slog.Logger, metrics *provider.
 		HostKeyAlgorithms: t.HostKeyAlgorithms, ServerSigAlgs: t.ServerSigAlgs, Version: t.Version,
 		RekeyBytes: t.RekeyBytes, RekeyInterval: t.RekeyInterval, KexTimeout: t.KexTimeout, Logger: log,
 		CipherSelection: t.CipherSelection, CipherScores: t.CipherScores, ModuliFile: t.ModuliFile,
+		Compression:   t.Compression,
 		HostBoundAuth: true, // the monitor's auth verifies host-bound requests (sshd.newLogin)
 	}
 	for i, b := range t.HostCertificates {

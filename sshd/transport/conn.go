@@ -46,6 +46,7 @@ type Conn struct {
 	initialHostKey    []byte      // K_S of the first exchange
 	clientHostKeyAlgs []string    // the client's last server_host_key_algorithms
 	authenticated     atomic.Bool // user authentication succeeded: PING is answered
+	zStarted          atomic.Bool // USERAUTH_SUCCESS is sent: delayed compression has started
 
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
@@ -180,6 +181,9 @@ func (c *Conn) read() ([]byte, error) {
 	p, err := c.rd.read()
 	if err == nil {
 		c.qa.ack()
+		if c.rd.compressing() {
+			return c.inflate(p)
+		}
 	}
 	return p, err
 }
@@ -266,6 +270,7 @@ func (c *Conn) writeLocked(p []byte) error {
 		c.wcond.Broadcast()
 		return err
 	}
+	c.afterWrite(p)
 	return nil
 }
 
