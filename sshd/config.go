@@ -48,6 +48,10 @@ type Config struct {
 	// ModuliFile holds the groups of diffie-hellman-group-exchange-sha256
 	// (default transport.DefaultModuliFile).
 	ModuliFile string
+	// Compression offers zlib@openssh.com, started after user
+	// authentication (transport.Config.Compression; OpenSSH's
+	// Compression yes). Off unless set.
+	Compression bool
 
 	// RekeyLimit caps the bytes under one set of keys (0: the cipher's
 	// limit); RekeyInterval is the time between key exchanges (0: one
@@ -158,8 +162,8 @@ func (s *settings) transportConfig() *transport.Config {
 		HostBoundAuth:   true, // newLogin's authority verifies host-bound requests
 		ServerSigAlgs:   serverSigAlgs(s.Auth),
 		Version:         s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
-		KexTimeout: s.KexTimeout,
-		Logger:     s.log,
+		KexTimeout: s.KexTimeout, Compression: s.Compression,
+		Logger: s.log,
 	}
 }
 

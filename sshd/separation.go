@@ -92,7 +92,7 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 	kex, hostKeys, ciphers, macs := tr.Offer()
 	pins, remote, away := ipc.ChildPins(st.Registry)
 	if len(away) > 0 {
-		st.log.Warn("sshd: these primitives are served by providers only this process has; the pre-auth and post-auth processes use the software and CPU providers for them",
+		st.log.Warn("sshd: the monitor's choice of provider for these primitives is a token, which the pre-auth and post-auth processes cannot reach: they compute them with the software and CPU providers",
 			"primitives", away)
 	}
 	sep := st.Separation
@@ -108,6 +108,7 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 			HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
 			ModuliFile:   st.ModuliFile,
 			CipherScores: tr.CipherScores(),
+			Compression:  st.Compression,
 		},
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {

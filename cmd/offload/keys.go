@@ -40,6 +40,10 @@ The PIN comes from the URI (pin-source), -pin-source, $` + pkcs11.PINEnv + `, or
 on the terminal; it is never echoed, logged or printed.
 `
 
+// keysCommands are the sub-commands of `offload keys`, as keysUsage and
+// the summary in main.go name them.
+var keysCommands = []string{"generate", "list", "pub", "import", "delete"}
+
 // cmdKeys is `offload keys`: key pairs on PKCS #11 tokens.
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

@@ -3,14 +3,15 @@
 //
 // # Commands
 //
-//	offload sshd       run the SSH server
-//	offload keys       manage keys in PKCS #11 tokens
-//	offload speed      measure providers, shaped like `openssl speed`
-//	offload providers  list providers, capabilities and the choice per algorithm
-//	offload version    print the version and build
+//	offload sshd         run the SSH server
+//	offload keys         keys in PKCS #11 tokens: generate, list, pub, import, delete
+//	offload speed        measure providers, shaped like `openssl speed`
+//	offload providers    list providers, capabilities and the choice per algorithm
+//	offload version      print the version and build
 //	offload sftp-server  serve SFTP on stdin/stdout as sftp-server(8)
+//	offload help         list the commands, or `offload help COMMAND` for one's flags
 //
-// Run `offload COMMAND -h` for the flags of each.
+// Run `offload help COMMAND` (or `offload COMMAND -h`) for the flags of each.
 package main
 
 import (
@@ -41,7 +42,7 @@ type command struct {
 // commands is the table of subcommands.
 var commands = map[string]command{
 	"sshd":        {cmdSshd, "run the SSH server (sshd_config keywords, host keys in files or tokens)"},
-	"keys":        {cmdKeys, "generate, list, show, import and delete keys in PKCS #11 tokens"},
+	"keys":        {cmdKeys, "keys in PKCS #11 tokens: generate, list, pub (print the public key), import, delete"},
 	"speed":       {cmdSpeed, "measure providers, shaped like `openssl speed`"},
 	"providers":   {cmdProviders, "list providers, capabilities and the choice per algorithm"},
 	"version":     {cmdVersion, "print the version and build"},
@@ -67,9 +68,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		usage(stderr)
 		return 2
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		return help(ctx, args[1:], stdout, stderr)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -99,15 +103,37 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: offload COMMAND [flags]\n\ncommands:")
+	fmt.Fprintln(w, "usage: offload COMMAND [flags]\n       offload help [COMMAND]\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nRun `offload help COMMAND` (or `offload COMMAND -h`) for its flags.")
+}
+
+// help is `offload help [COMMAND [SUBCOMMAND]]`: the command list, or a
+// command's flags, on stdout, exit 0; an unknown command exits 2.
+func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "offload help: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := c.run(ctx, append(append([]string(nil), args[1:]...), "-h"), stdout, stdout)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "offload help %s: %v\n", args[0], err)
+	return 2
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {

@@ -19,9 +19,10 @@ import (
 // default, and what 9.2 lacks or has that 10 changed.
 var printDiffAllowed = []string{"ciphers", "macs", "kexalgorithms", "hostkeyalgorithms", "pubkeyacceptedalgorithms",
 	"casignaturealgorithms", "hostbasedacceptedalgorithms",
-	"compression", "ipqos", "printlastlog", "pidfile", "permitrootlogin",
-	// Passwords are off unless configured (OpenSSH: on).
-	"passwordauthentication", "kbdinteractiveauthentication",
+	"ipqos", "printlastlog", "pidfile", "permitrootlogin",
+	// keyboard-interactive is off unless configured (OpenSSH: on, with
+	// nothing to ask without PAM).
+	"kbdinteractiveauthentication",
 	// Only in one of them: GSSAPI and Kerberos (Debian's build has them,
 	// offload does not), OpenSSH 10's keywords 9.2 lacks, offload's own.
 	"gssapiauthentication", "gssapicleanupcredentials", "gssapikexalgorithms", "gssapikeyexchange",

@@ -3,7 +3,6 @@ package pkcs11
 import (
 	"errors"
 	"fmt"
-	"github.com/offload/offload/providers/pkcs11/uri"
 	"io"
 	"log/slog"
 	"net/url"
@@ -12,6 +11,9 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/offload/offload/internal/fileperm"
+	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // DefaultName is the provider name when Config.Name is empty.
@@ -241,7 +243,8 @@ func moduleFromP11KitFile(path string) string {
 }
 
 // ReadPINSource reads a PIN from a pin-source: a file path or a file: URI.
-// One trailing newline is removed.
+// One trailing newline is removed. A file the process's user owns that
+// group or others may access is refused (internal/fileperm).
 func ReadPINSource(src string) (string, error) {
 	path := src
 	if rest, ok := strings.CutPrefix(src, "file:"); ok {
@@ -255,7 +258,7 @@ func ReadPINSource(src string) (string, error) {
 	} else if strings.Contains(src, ":") && !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, ".") {
 		return "", fmt.Errorf("pkcs11: pin-source %q: only files are supported (a path or file: URI)", src)
 	}
-	b, err := readBounded(path, 4096)
+	b, err := readPINFile(path)
 	if err != nil {
 		return "", fmt.Errorf("pkcs11: pin-source: %w", err)
 	}
@@ -298,6 +301,29 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a PIN file", path, limit)
+	}
+	return b, nil
+}
+
+// readPINFile reads at most 4 KiB of a PIN file, which only its owner
+// may access when it is the process's user's (internal/fileperm, the
+// rule OpenSSH applies to private keys).
+func readPINFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := fileperm.Check(f, path, "PIN"); err != nil {
+		return nil, err
+	}
+	const limit = 4096
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
 		return nil, fmt.Errorf("%s is larger than %d bytes: not a PIN file", path, limit)
 	}
 	return b, nil

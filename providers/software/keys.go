@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/fileperm"
 	"github.com/offload/offload/provider"
 )
 
@@ -50,7 +51,9 @@ func (p *Provider) CanOpen(ref string) bool {
 }
 
 // Signer opens a private key file. Passphrase-protected files are refused
-// with a clear error; offload does not prompt.
+// with a clear error; offload does not prompt. So is a file the process's
+// user owns that group or others may access, as OpenSSH refuses it
+// ("UNPROTECTED PRIVATE KEY FILE", see internal/fileperm).
 func (p *Provider) Signer(_ context.Context, ref string) (crypto.Signer, error) {
 	if err := p.live(); err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("software: %w", err)
 	}
 	defer f.Close()
+	if err := fileperm.Check(f, path, "private key"); err != nil {
+		return nil, fmt.Errorf("software: %w", err)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("software: read %s: %w", path, err)

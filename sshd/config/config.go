@@ -40,7 +40,7 @@ type Config struct {
 	VersionAddendum     string // "" for none
 	RDomain             string // "" for none
 	IPQoS               [2]string
-	Compression         string // yes, delayed, no
+	Compression         string // yes (delayed, its synonym, is read as yes) or no
 	FingerprintHash     string // SHA256 or MD5
 	SecurityKeyProvider string
 	SshdSessionPath     string

@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 		c.LoginGraceTime != 2*time.Minute || c.ClientAliveCountMax != 3 || c.ClientAliveInterval != 0 {
 		t.Errorf("numeric defaults wrong: %+v", c)
 	}
-	if !c.PubkeyAuthentication || !c.StrictModes || c.PasswordAuthentication || c.KbdInteractiveAuthentication ||
+	if !c.PubkeyAuthentication || !c.StrictModes || !c.PasswordAuthentication || c.KbdInteractiveAuthentication ||
 		c.UsePAM || c.PAMServiceName != "sshd" || c.PermitRootLogin != "prohibit-password" {
 		t.Errorf("auth defaults wrong: %+v", c)
 	}
@@ -60,8 +60,11 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("session and forwarding defaults wrong: %+v", c)
 	}
 	// Refused features default to what offload does: off.
-	if c.Compression != "no" || c.PermitTunnel != "no" || c.ExposeAuthInfo {
+	if c.PermitTunnel != "no" || c.ExposeAuthInfo {
 		t.Errorf("refused defaults wrong: %+v", c)
+	}
+	if c.Compression != "yes" {
+		t.Errorf("Compression default %q, want OpenSSH's yes", c.Compression)
 	}
 	if slices.Contains(c.KexAlgorithms, "ecdh-sha2-nistp256") || c.KexAlgorithms[0] != "mlkem768x25519-sha256" {
 		t.Errorf("kex defaults = %v", c.KexAlgorithms)
@@ -310,7 +313,8 @@ func TestLineErrors(t *testing.T) {
 		is                 error
 	}{
 		{"Bogus yes", "Bogus", "unknown keyword", ErrUnknownKeyword},
-		{"Compression yes", "Compression", `compression (Compression yes) is not implemented in offload; only "Compression no" is accepted`, ErrNotImplemented},
+		{"UseDNS yes", "UseDNS", `reverse DNS look-ups of clients (UseDNS yes) is not implemented in offload; only "UseDNS no" is accepted`, ErrNotImplemented},
+		{"Compression zlib", "Compression", "", nil},
 		{"LogVerbose kex.c:*:1000", "LogVerbose", "LogVerbose (LogVerbose kex.c:*:1000) is not implemented in offload", ErrNotImplemented},
 		{"ListenAddress 127.0.0.1 rdomain blue", "ListenAddress", "routing domain", ErrNotImplemented},
 		{"ForceCommand internal-sftp -e", "ForceCommand", "logging to stderr (-e)", ErrNotImplemented},
@@ -663,6 +667,17 @@ func TestTOS(t *testing.T) {
 	for _, v := range []string{"256", "-1", "af99", "", "0x"} {
 		if _, err := TOS(v); err == nil {
 			t.Errorf("TOS(%q) accepted", v)
+		}
+	}
+}
+
+// Compression takes OpenSSH's values; delayed, its legacy synonym of yes,
+// reads (and prints, as sshd -T does) as yes.
+func TestCompressionValues(t *testing.T) {
+	for in, want := range map[string]string{"yes": "yes", "delayed": "yes", "no": "no", "DELAYED": "yes"} {
+		c, err := Parse("f", strings.NewReader("Compression "+in+"\n"), nil)
+		if err != nil || c.Compression != want {
+			t.Errorf("Compression %s: %q, %v", in, c.Compression, err)
 		}
 	}
 }

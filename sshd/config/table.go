@@ -78,11 +78,13 @@ var keywords = []*keyword{
 		inert("HostbasedAuthentication", "host names in host-based authentication").eg("yes"),
 	boolKW("PubkeyAuthentication", true, func(c *Config) *bool { return &c.PubkeyAuthentication }).perConnection().
 		supported("auth.Config.AuthorizedKeysFiles, TrustedUserCAKeys (no: none)").eg("no"),
-	// Passwords are off unless asked for, as in hardened OpenSSH setups
-	// (OpenSSH's own default is yes; Debian's stock file and cloud-init's
-	// drop-in say so explicitly when they want them).
-	boolKW("PasswordAuthentication", false, func(c *Config) *bool { return &c.PasswordAuthentication }).perConnection().
-		supported("auth.Config.PasswordAuthentication").eg("yes"),
+	// Passwords are on by default, as in OpenSSH: Debian's stock file
+	// relies on it (UsePAM yes, KbdInteractiveAuthentication no, no
+	// PasswordAuthentication line). keyboard-interactive stays off unless
+	// asked for: without PAM offload's would ask for the password, where
+	// OpenSSH's (no BSD auth, no S/Key on Linux) has nothing to ask.
+	boolKW("PasswordAuthentication", true, func(c *Config) *bool { return &c.PasswordAuthentication }).perConnection().
+		supported("auth.Config.PasswordAuthentication").eg("no"),
 	boolKW("KbdInteractiveAuthentication", false, func(c *Config) *bool { return &c.KbdInteractiveAuthentication }).perConnection().
 		supported("auth.Config.KbdInteractiveAuthentication").eg("yes"),
 	boolKW("PrintMotd", true, func(c *Config) *bool { return &c.PrintMotd }).
@@ -103,8 +105,9 @@ var keywords = []*keyword{
 		supported("daemon: SO_KEEPALIVE on accepted connections, system timing; kept when the socket passes between processes (rawio.FileConn)").eg("no"),
 	boolKW("PermitEmptyPasswords", false, func(c *Config) *bool { return &c.PermitEmptyPasswords }).perConnection().
 		supported("auth.Config.PermitEmptyPasswords").eg("yes"),
-	enumKW("Compression", "no", func(c *Config) *string { return &c.Compression }, []string{"yes", "delayed", "no"}, nil).
-		refused("transport", "compression", "no").eg("yes"),
+	// delayed is OpenSSH's legacy synonym of yes; -T prints yes for both.
+	enumKW("Compression", "yes", func(c *Config) *string { return &c.Compression }, []string{"yes", "no"}, map[string]string{"delayed": "yes"}).
+		supported("sshd.Config.Compression: zlib@openssh.com after user authentication").eg("no"),
 	enumKW("GatewayPorts", "no", func(c *Config) *string { return &c.GatewayPorts }, []string{"no", "yes", "clientspecified"}, nil).perConnection().
 		supported("connection.Config.GatewayPorts").eg("clientspecified"),
 	boolKW("UseDNS", false, func(c *Config) *bool { return &c.UseDNS }).

@@ -78,6 +78,7 @@ type TransportConfig struct {
 	HostPublicKeys            [][]byte // SSH wire format
 	HostCertificates          [][]byte // OpenSSH host certificates, wire format
 	CipherSelection           string   // transport.Config.CipherSelection
+	Compression               bool     // transport.Config.Compression
 	// ModuliFile is read by the pre-auth workers as they start, before
 	// their sandbox closes (as the sshd account: it must be readable to
 	// it, as /etc/ssh/moduli is).
@@ -126,6 +127,7 @@ func (t *TransportConfig) Build(peer *Peer, log *slog.Logger, metrics *provider.
 		HostKeyAlgorithms: t.HostKeyAlgorithms, ServerSigAlgs: t.ServerSigAlgs, Version: t.Version,
 		RekeyBytes: t.RekeyBytes, RekeyInterval: t.RekeyInterval, KexTimeout: t.KexTimeout, Logger: log,
 		CipherSelection: t.CipherSelection, CipherScores: t.CipherScores, ModuliFile: t.ModuliFile,
+		Compression:   t.Compression,
 		HostBoundAuth: true, // the monitor's auth verifies host-bound requests (sshd.newLogin)
 	}
 	for i, b := range t.HostCertificates {
@@ -212,9 +214,12 @@ func (t *TransportConfig) remoteProviders(peer *Peer) []provider.Provider {
 // ChildPins returns, for every registry primitive the SSH algorithms are
 // built from, the provider reg chooses: a child pins the same. AEADs
 // served by a provider only the monitor has (a token) are in remote: the
-// child reaches them through the monitor. Other primitives of such
-// providers are left out, with their names in away: the child serves them
-// with its own providers.
+// child reaches them through the monitor. Signatures are left out: the
+// only ones are host-key signatures, which the monitor makes for every
+// process (ipc.Signer), so where they are served is the monitor's
+// business. Other primitives of such providers (a key agreement or hash
+// a token was chosen for) are left out too, with "primitive=provider" in
+// away: the child serves them with its own providers.
 func ChildPins(reg *provider.Registry) (pins, remote map[string]string, away []string) {
 	pins, remote = map[string]string{}, map[string]string{}
 	seen := map[string]bool{}
@@ -231,6 +236,8 @@ func ChildPins(reg *provider.Registry) (pins, remote map[string]string, away []s
 			kind := chosenKind(ex)
 			alg, _ := provider.Lookup(prim)
 			switch {
+			case alg != nil && alg.Family == provider.FamilySignature && kind == provider.KindHardware:
+				// the monitor signs; a child never does
 			case kind == provider.KindSoftware || kind == provider.KindCPU:
 				pins[prim] = ex.Chosen
 			case alg != nil && alg.Family == provider.FamilyAEAD:

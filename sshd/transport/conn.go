@@ -48,6 +48,7 @@ type Conn struct {
 	authenticated     atomic.Bool // user authentication succeeded: PING is answered, re-exchanges run
 	authStarted       atomic.Bool // the client began user authentication: the server's re-exchanges wait
 	pace              rekeyAllowance
+	zStarted          atomic.Bool // USERAUTH_SUCCESS is sent: delayed compression has started
 
 	rmu  sync.Mutex // held by ReadPacket
 	rd   *packetReader
@@ -182,6 +183,9 @@ func (c *Conn) read() ([]byte, error) {
 	p, err := c.rd.read()
 	if err == nil {
 		c.qa.ack()
+		if c.rd.compressing() {
+			return c.inflate(p)
+		}
 	}
 	return p, err
 }
@@ -279,6 +283,7 @@ func (c *Conn) writeLocked(p []byte) error {
 		c.wcond.Broadcast()
 		return err
 	}
+	c.afterWrite(p)
 	return nil
 }
 

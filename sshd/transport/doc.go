@@ -99,6 +99,17 @@
 // connection's HostKeySigner, so a monitor can build the signed data from
 // its own record of the session id.
 //
+// # Compression
+//
+// With Config.Compression the server offers zlib@openssh.com beside none,
+// as OpenSSH's Compression yes: delayed until the server has sent
+// USERAUTH_SUCCESS, restarted at each NEWKEYS after that (compress.go).
+// Output goes through compress/zlib, flushed per packet; input through
+// inflate.go, a decoder that can stop at any bit (OpenSSH's partial
+// flushes end packets inside a deflate block) and bounds each packet's
+// output to MaxPacket. Export carries the negotiated names; it fails once
+// a stream has carried data (its state does not travel).
+//
 // # Re-exchange
 //
 // Either side may start a new exchange: the server does after the

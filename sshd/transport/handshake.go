@@ -81,7 +81,7 @@ func (c *Conn) sendKexInitLocked() error {
 		hostKey:   c.srv.offer.hostKeys,
 		ciphersCS: c.cipherOfferLocked(0), ciphersSC: c.cipherOfferLocked(1),
 		macsCS: c.srv.offer.macs, macsSC: c.srv.offer.macs,
-		compCS: []string{compressionNone}, compSC: []string{compressionNone},
+		compCS: c.srv.comp, compSC: c.srv.comp,
 	}
 	if c.kexCount == 0 {
 		m.kex = append(m.kex, strictKexServer)
@@ -152,11 +152,11 @@ func (c *Conn) sendNewKeys(k *kexRun) error {
 		rc.Close()
 		return kexError(err, "server-to-client cipher")
 	}
-	if err := c.switchWrite(wc, keyed{a.cipherSC, a.macSC, sc}); err != nil {
+	if err := c.switchWrite(wc, keyed{a.cipherSC, a.macSC, sc, a.compSC}); err != nil {
 		rc.Close()
 		return err
 	}
-	k.rc, k.rcKeys = rc, keyed{a.cipherCS, a.macCS, cs}
+	k.rc, k.rcKeys = rc, keyed{a.cipherCS, a.macCS, cs, a.compCS}
 	return nil
 }
 
@@ -184,6 +184,7 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 	}
 	c.wr.bytes, c.wr.packets = 0, 0
 	c.wr.keyed = k
+	c.wr.setCompression(k.comp, c.zStarted.Load())
 	c.wLimit = c.srv.rekeyLimit(k.cipher)
 	if c.kexCount == 0 && c.extInfo {
 		return c.writeLocked(c.srv.extInfoMsg())
@@ -198,6 +199,7 @@ func (c *Conn) switchRead(rc packetCipher, k keyed) {
 	}
 	c.rd.bytes, c.rd.packets = 0, 0
 	c.rd.keyed = k
+	c.rd.setCompression(k.comp, c.zStarted.Load())
 	c.rLimit = c.srv.rekeyLimit(k.cipher)
 }
 

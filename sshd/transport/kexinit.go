@@ -83,6 +83,7 @@ type algorithms struct {
 	hostKey            string
 	cipherCS, cipherSC *cipherSpec
 	macCS, macSC       *macSpec // nil for ciphers with a built-in MAC
+	compCS, compSC     string
 	// guessWrong: the client sent a guessed kex packet that must be ignored.
 	guessWrong bool
 }
@@ -116,10 +117,10 @@ func negotiate(client, server *kexInitMsg) (*algorithms, error) {
 	if a.cipherSC, a.macSC, err = negotiateCipher(client.ciphersSC, server.ciphersSC, client.macsSC, server.macsSC); err != nil {
 		return nil, err
 	}
-	if _, ok := choose(client.compCS, server.compCS); !ok {
+	if a.compCS, ok = choose(client.compCS, server.compCS); !ok {
 		return nil, kexError(nil, "no common compression algorithm")
 	}
-	if _, ok := choose(client.compSC, server.compSC); !ok {
+	if a.compSC, ok = choose(client.compSC, server.compSC); !ok {
 		return nil, kexError(nil, "no common compression algorithm")
 	}
 	a.guessWrong = client.firstKexPacketFollows && !guessRight(client, server)

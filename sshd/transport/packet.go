@@ -61,6 +61,10 @@ type packetReader struct {
 	ahead  *aheadReader // the socket, read in the background while packets are opened
 	reread int          // times packets read ahead were put back (a key change, an export)
 	keyed               // what c was built from, for Conn.Export
+	// z decompresses payloads (compress.go); zDelayed: zlib@openssh.com
+	// is negotiated and starts after user authentication.
+	z        *inflater
+	zDelayed bool
 }
 
 // keyed is what a direction's cipher was built from: the negotiated
@@ -69,6 +73,7 @@ type keyed struct {
 	cipher *cipherSpec
 	mac    *macSpec // nil when the cipher authenticates itself
 	keys   directionKeys
+	comp   string // the negotiated compression
 }
 
 func newPacketReader(src io.Reader) *packetReader {
@@ -197,6 +202,9 @@ type packetWriter struct {
 	corked bool
 	held   []byte
 	keyed
+	// z compresses payloads (compress.go); zDelayed as packetReader's.
+	z        *deflater
+	zDelayed bool
 }
 
 func newPacketWriter(w io.Writer, seed [32]byte) *packetWriter {
@@ -219,6 +227,12 @@ func paddingFor(c packetCipher, n int) int {
 
 // write sends one packet carrying payload.
 func (p *packetWriter) write(payload []byte) error {
+	if p.z != nil {
+		var err error
+		if payload, err = p.z.compress(payload); err != nil {
+			return err
+		}
+	}
 	if p.pipe != nil {
 		if err := p.uncork(); err != nil { // what was held goes first
 			return err

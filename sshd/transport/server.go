@@ -90,6 +90,11 @@ type Config struct {
 	// never pipelined.
 	PipelineDepth int
 
+	// Compression offers zlib@openssh.com beside none, as OpenSSH's
+	// Compression yes (delayed: it starts after user authentication;
+	// compress.go).
+	Compression bool
+
 	// Rand is the randomness for signatures and padding; default crypto/rand.
 	Rand   io.Reader
 	Logger *slog.Logger
@@ -120,6 +125,7 @@ type Server struct {
 	pace      paceParams // the client's re-exchange allowance
 	kexT      time.Duration
 	pipeDepth int
+	comp      []string // compression_algorithms offered (compress.go)
 	rand      io.Reader
 	log       *slog.Logger
 }
@@ -181,6 +187,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, fmt.Errorf("transport: PipelineDepth %d: want 0 (by the AEAD's lanes), 1 (off) or more", cfg.PipelineDepth)
 	}
 	s.pipeDepth = cfg.PipelineDepth
+	s.comp = compressionOffer(cfg.Compression)
 	return s, nil
 }
 

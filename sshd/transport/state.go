@@ -39,11 +39,15 @@ type DirectionState struct {
 	Key, IV, MACKey []byte // IV is the current one (next nonce, moved counter)
 	Seq             uint32
 	Bytes, Packets  uint64 // since the keys last changed, for the rekey limits
+	// Compression is the negotiated compression ("none" or
+	// zlib@openssh.com); a resumed connection is authenticated, so
+	// zlib@openssh.com starts there with a fresh stream.
+	Compression string
 }
 
 // Limits of a marshaled State.
 const (
-	stateVersion = 1
+	stateVersion = 2
 	maxStateName = 64
 	maxStateKey  = 64
 	// MaxBuffered bounds State.Buffered: the read buffer of a connection
@@ -88,6 +92,8 @@ func (c *Conn) exportLocked() (*State, error) {
 		return nil, ErrBusy
 	case c.kexCount == 0:
 		return nil, errors.New("transport: no key exchange has finished")
+	case c.compressionInUse():
+		return nil, errors.New("transport: a compression stream has carried data: its state cannot be exported")
 	}
 	// Packets in flight are written out; packets read ahead go back to the
 	// unread bytes, with the read nonce moved back to the first of them.
@@ -140,7 +146,7 @@ func exportDirection(pc packetCipher, k keyed, seq uint32, bytes, packets uint64
 		iv = k.keys.iv
 	}
 	d := DirectionState{Cipher: k.cipher.name, Key: clone(k.keys.key), IV: clone(iv),
-		MACKey: clone(k.keys.macKey), Seq: seq, Bytes: bytes, Packets: packets}
+		MACKey: clone(k.keys.macKey), Seq: seq, Bytes: bytes, Packets: packets, Compression: k.comp}
 	if k.mac != nil {
 		d.MAC = k.mac.name
 	}
@@ -200,10 +206,13 @@ func (c *Conn) resume(st *State) error {
 	c.sessionID, c.strict, c.extInfo = clone(st.SessionID), st.Strict, st.ExtInfo
 	c.kexCount = int(st.KexCount)
 	c.authenticated.Store(true) // connections are handed over after authentication
+	c.zStarted.Store(true)
 	c.magic.vC, c.magic.vS = []byte(st.ClientVersion), []byte(st.ServerVersion)
 	c.rd.resumeFrom(c.nc, st.Buffered)
 	c.rd.c, c.rd.keyed, c.rd.seq, c.rd.bytes, c.rd.packets = rc, rk, st.In.Seq, st.In.Bytes, st.In.Packets
 	c.wr.c, c.wr.keyed, c.wr.seq, c.wr.bytes, c.wr.packets = wc, wk, st.Out.Seq, st.Out.Bytes, st.Out.Packets
+	c.rd.setCompression(rk.comp, true)
+	c.wr.setCompression(wk.comp, true)
 	c.rLimit, c.wLimit = c.srv.rekeyLimit(rk.cipher), c.srv.rekeyLimit(wk.cipher)
 	c.wmu.Lock()
 	c.startPipesLocked()
@@ -243,7 +252,7 @@ func (c *Conn) startPipesLocked() {
 // resumeCipher rebuilds one direction's cipher at its exported position.
 func resumeCipher(s *Server, d DirectionState) (packetCipher, keyed, error) {
 	k := keyed{cipher: findCipher(d.Cipher), mac: findMAC(d.MAC),
-		keys: directionKeys{iv: clone(d.IV), key: clone(d.Key), macKey: clone(d.MACKey)}}
+		keys: directionKeys{iv: clone(d.IV), key: clone(d.Key), macKey: clone(d.MACKey)}, comp: d.Compression}
 	pc, err := newPacketCipher(s.reg, k.cipher, k.mac, k.keys)
 	if err != nil {
 		return nil, keyed{}, kexError(err, "resuming %s", d.Cipher)
@@ -293,6 +302,11 @@ func (st *State) validate() error {
 }
 
 func (d *DirectionState) validate() error {
+	switch d.Compression {
+	case "", compressionNone, compressionDelayed:
+	default:
+		return stateError("unknown compression %q", d.Compression)
+	}
 	cs := findCipher(d.Cipher)
 	if cs == nil {
 		return stateError("unknown cipher %q", d.Cipher)
@@ -336,7 +350,9 @@ func (st *State) MarshalBinary() ([]byte, error) {
 	b = wire.AppendUint32(b, st.KexCount)
 	b = st.In.append(b)
 	b = st.Out.append(b)
-	return wire.AppendBytes(b, st.Buffered), nil
+	b = wire.AppendBytes(b, st.Buffered)
+	b = wire.AppendString(b, st.In.Compression)
+	return wire.AppendString(b, st.Out.Compression), nil
 }
 
 func (d *DirectionState) append(b []byte) []byte {
@@ -367,6 +383,8 @@ func (st *State) UnmarshalBinary(p []byte) error {
 	s.KexCount = r.Uint32("kex count")
 	s.In, s.Out = r.direction(), r.direction()
 	s.Buffered = r.bytes("buffered", MaxBuffered)
+	s.In.Compression = string(r.bytes("compression in", maxStateName))
+	s.Out.Compression = string(r.bytes("compression out", maxStateName))
 	if err := r.done(); err != nil {
 		return &StateError{Msg: err.Error()}
 	}

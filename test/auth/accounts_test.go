@@ -24,15 +24,16 @@ import (
 )
 
 // accountUser is a throwaway account with a key in its authorized_keys
-// (owned by it, modes OpenSSH's StrictModes accepts).
+// (owned by it, modes OpenSSH's StrictModes accepts); useradd arguments
+// are added to useradd's.
 type accountUser struct {
 	*user.User
 	key string // private key path
 }
 
-func newAccountUser(t *testing.T, f *fixture, password string) *accountUser {
+func newAccountUser(t *testing.T, f *fixture, password string, useradd ...string) *accountUser {
 	t.Helper()
-	u := testenv.NewUser(t)
+	u := testenv.NewUser(t, useradd...)
 	if password != "" {
 		testenv.SetPassword(t, u.Username, password)
 	}
