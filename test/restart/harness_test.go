@@ -216,7 +216,11 @@ func (s *server) sshArgs(a *account, command string, opts ...string) []string {
 	args := []string{"-p", s.port, "-i", a.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"}
 	args = append(args, opts...)
-	return append(args, a.name+"@127.0.0.1", command)
+	args = append(args, a.name+"@127.0.0.1")
+	if command != "" {
+		args = append(args, command)
+	}
+	return args
 }
 
 // login runs a short command, which must succeed.
@@ -243,8 +247,14 @@ type session struct {
 
 func (s *server) session(a *account, command string, opts ...string) *session {
 	s.t.Helper()
+	return s.command("ssh", s.sshArgs(a, command, opts...)...)
+}
+
+// command starts a client program (ssh, sftp) with a pipe to its input.
+func (s *server) command(name string, args ...string) *session {
+	s.t.Helper()
 	se := &session{t: s.t, exited: make(chan struct{})}
-	se.cmd = exec.Command("ssh", s.sshArgs(a, command, opts...)...)
+	se.cmd = exec.Command(name, args...)
 	var err error
 	if se.stdin, err = se.cmd.StdinPipe(); err != nil {
 		s.t.Fatal(err)
