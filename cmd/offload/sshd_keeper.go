@@ -64,7 +64,7 @@ func (d *daemon) keepSessions(live []*generation) {
 			d.log.Error("session keeper did not start; the sessions go on until their next key re-exchange", "err", err)
 			continue
 		}
-		d.log.Info("sessions handed to the session keeper", "keeper_pid", pid, "processes", len(h.Files))
+		d.log.Info("sessions handed to the session keeper", "keeper_pid", pid, "connections", h.Conns)
 	}
 }
 

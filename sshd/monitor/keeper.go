@@ -43,6 +43,7 @@ const drainTimeout = 10 * time.Second
 type Handover struct {
 	State []byte
 	Files []*os.File
+	Conns int // the connections handed over (for logs)
 }
 
 // Close closes the descriptors (once the keeper has them).
@@ -123,6 +124,7 @@ func (m *Monitor) Detach() (*Handover, error) {
 				cs.Session = len(h.Files) + 1
 			}
 			h.Files = append(h.Files, files...)
+			h.Conns += len(cs.Conns)
 			st.Children = append(st.Children, *cs)
 		}
 	}
@@ -321,8 +323,10 @@ func (m *Monitor) resumeChild(cs *childState, files []*os.File) error {
 	}
 	if cs.Session >= 0 && cs.Session < len(files) {
 		if sp, err := ipc.NewPeer(files[cs.Session], c.sessionLog); err == nil {
-			c.session = sp
-			go sp.Run()
+			// Until the PAM session process has closed the session and
+			// exited: the keeper relays what it logs about the close.
+			m.kids.Add(1)
+			go func() { defer m.kids.Done(); sp.Run() }()
 		}
 	}
 	m.kids.Add(1)
@@ -367,13 +371,11 @@ func (c *child) watch() {
 	defer c.m.kids.Done()
 	<-c.peer.Done()
 	close(c.exited)
-	if c.session != nil {
-		c.session.Close()
-	}
 	c.m.childDied(c, c.peer.Err())
 }
 
-// Wait returns when every post-auth process a keeper took over has ended.
+// Wait returns when every post-auth process a keeper took over, and its
+// PAM session process, has ended.
 func (m *Monitor) Wait() { m.kids.Wait() }
 
 // EndSessions tells every post-auth process to close its connections and

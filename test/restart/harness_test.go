@@ -310,3 +310,31 @@ func (se *session) wait() int {
 	}
 	return se.cmd.ProcessState.ExitCode()
 }
+
+// holdsListener reports whether process pid has a descriptor of a
+// listening TCP socket on port (from /proc/net/tcp and /proc/PID/fd).
+func holdsListener(t *testing.T, pid int, port string) bool {
+	t.Helper()
+	p, _ := strconv.Atoi(port)
+	want := fmt.Sprintf(":%04X", p)
+	listening := map[string]bool{}
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(file)
+		for _, l := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(l)
+			if len(f) > 9 && strings.HasSuffix(f[1], want) && f[3] == "0A" {
+				listening["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name())); err == nil && listening[link] {
+			return true
+		}
+	}
+	return false
+}

@@ -44,7 +44,13 @@ func restartDuringTransfer(t *testing.T, s *server) {
 		t.Errorf("PidFile left by the stopped daemon (the keeper must not hold it): %v", err)
 	}
 	_, before := se.output()
-	s.start() // the keeper holds no listener: a new daemon binds the port
+	d2 := s.start() // the keeper holds no listener: a new daemon binds the port
+	if !holdsListener(t, d2.cmd.Process.Pid, s.port) {
+		t.Fatal("holdsListener does not see the new daemon's listener")
+	}
+	if holdsListener(t, keeper, s.port) {
+		t.Error("the session keeper holds the listening socket")
+	}
 	if out := s.login(a, "echo new daemon"); !strings.Contains(out, "new daemon") {
 		t.Fatalf("login to the new daemon: %q", out)
 	}
