@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -19,12 +20,12 @@ func TestDetach(t *testing.T) {
 		seen = append(seen, who+":"+string(m.Payload))
 		mu.Unlock()
 	}
-	var b *Peer
+	var b, n atomic.Pointer[Peer] // set after the peers start
 	a, bb := pair(t, func(m *Message) {
 		record("old", m)
-		b.Reply(m, []byte("old"), nil)
+		b.Load().Reply(m, []byte("old"), nil)
 	})
-	b = bb
+	b.Store(bb)
 	ctx := context.Background()
 	if r, err := a.Call(ctx, TypeSign, []byte("0")); err != nil || string(r) != "old" {
 		t.Fatalf("before: %q %v", r, err)
@@ -34,20 +35,20 @@ func TestDetach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := b.Detach()
+	f, err := bb.Detach()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n *Peer
-	n, err = NewPeer(f, func(m *Message) {
+	np, err := NewPeer(f, func(m *Message) {
 		record("new", m)
-		n.Reply(m, []byte("new"), nil)
+		n.Load().Reply(m, []byte("new"), nil)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go n.Run()
-	t.Cleanup(func() { n.Close() })
+	n.Store(np)
+	go np.Run()
+	t.Cleanup(func() { np.Close() })
 	if r, err := a.Call(ctx, TypeSign, []byte("after")); err != nil || string(r) != "new" {
 		t.Fatalf("after: %q %v", r, err)
 	}
