@@ -80,7 +80,11 @@ func startKeeper(o *sshdOptions, h *monitor.Handover) (int, error) {
 		return 0, err
 	}
 	defer r.Close()
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"offload-sshd-keeper"}, Dir: "/",
+	dir, err := os.Getwd() // relative paths in the flags and the configuration mean what they meant
+	if err != nil {
+		dir = "/"
+	}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"offload-sshd-keeper"}, Dir: dir,
 		Env: keeperEnv(), ExtraFiles: append([]*os.File{r}, h.Files...), Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if err := cmd.Start(); err != nil {
