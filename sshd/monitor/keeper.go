@@ -332,6 +332,7 @@ func (m *Monitor) resumeChild(cs *childState, files []*os.File) error {
 	m.kids.Add(1)
 	go c.peer.Run()
 	go c.watch()
+	m.maybeIdle(c) // one whose connections all ended meanwhile is told to go
 	return nil
 }
 
