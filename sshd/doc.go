@@ -49,4 +49,13 @@
 //
 // Shutdown stops the listeners, waits for connections to end until its
 // context is done, then disconnects the rest.
+//
+// A separated server can instead keep its sessions across a restart, as
+// OpenSSH's are kept: Detach stops the listeners, the authentications in
+// progress and the pre-auth workers, and returns the post-auth processes'
+// sockets and state, which a process of the program's own (offload sshd
+// starts itself again as a session keeper) passes to Keep; the keeper
+// signs the sessions' key re-exchanges and writes their login records
+// until the last one ends. In the in-process mode the sessions are this
+// process's and end with it.
 package sshd

@@ -57,6 +57,7 @@ func init() { runtime.LockOSThread() }
 
 func main() {
 	sshd.RunChild() // a child process of offload sshd (privilege separation) runs its role and exits
+	runKeeperIfAsked()
 	if err := sandbox.CloseOnExec(); err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "offload:", err)
 		os.Exit(1)

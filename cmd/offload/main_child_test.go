@@ -13,6 +13,7 @@ import (
 // descriptors at exec, so its test runs the real command in a child).
 func TestMain(m *testing.M) {
 	sshd.RunChild()
+	runKeeperIfAsked()
 	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" {
 		os.Unsetenv("OFFLOAD_TEST_MAIN")
 		main()

@@ -411,6 +411,7 @@ func (d *daemon) stop(timeout time.Duration) {
 	}
 	live := slices.Clone(d.live)
 	d.mu.Unlock()
+	d.keepSessions(live) // sshd_keeper.go: a separated server's sessions outlive it
 	if !waitTimeout(&d.conns, timeout) {
 		d.log.Warn("shutdown timeout: disconnecting remaining connections", "active", d.stats.active.Load())
 	}

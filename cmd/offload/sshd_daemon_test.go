@@ -167,8 +167,11 @@ func TestSshdDaemonReloadAndStop(t *testing.T) {
 	}
 }
 
+// TestSshdDaemonGracefulShutdown: in the in-process mode, SIGTERM gives
+// connections the shutdown timeout, then cuts them (a separated server
+// hands its sessions to a keeper instead: TestSshdStopEndsPreauth).
 func TestSshdDaemonGracefulShutdown(t *testing.T) {
-	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\n")
+	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nPrivilegeSeparation no\n")
 	d, cancel, done := startTestDaemon(t, cfg)
 	addr := d.listeners[0].Addr().String()
 	// An open TCP connection that has not finished its handshake.

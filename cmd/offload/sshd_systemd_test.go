@@ -197,7 +197,8 @@ func TestSystemdUnits(t *testing.T) {
 	}
 	// SyslogIdentifier and SyslogFacility: fail2ban's sshd filter reads
 	// the journal's and auth.log's lines only under the name sshd
-	for _, want := range []string{"\nType=notify\n", "\nExecReload=/bin/kill -HUP $MAINPID\n", "\nSyslogIdentifier=sshd\n", "\nSyslogFacility=auth\n"} {
+	for _, want := range []string{"\nType=notify\n", "\nExecReload=/bin/kill -HUP $MAINPID\n", "\nSyslogIdentifier=sshd\n", "\nSyslogFacility=auth\n",
+		"\nKillMode=process\n"} { // restarts keep sessions: systemd must not kill the session keeper
 		if !strings.Contains(string(svc), want) {
 			t.Errorf("offload-sshd.service lacks %q", want)
 		}

@@ -73,6 +73,9 @@ type Peer struct {
 	pending map[uint32]chan reply
 	err     error // why the read loop ended
 	done    chan struct{}
+
+	rmu      sync.Mutex // held around each read, so Detach knows none is under way
+	detached bool       // guarded by rmu: another process reads the socket now (detach.go)
 }
 
 type reply struct {
@@ -151,7 +154,9 @@ func (p *Peer) finish(err error) {
 		delete(p.pending, id)
 	}
 	close(p.done)
-	p.c.Close()
+	if !p.isDetached() { // a detached socket stays open for the replies still due
+		p.c.Close()
+	}
 }
 
 // Done is closed when Run has returned.

@@ -19,6 +19,12 @@ import (
 func (p *Peer) recvmsg(buf, oob []byte) (n, oobn, flags int, err error) {
 	var errno syscall.Errno
 	rerr := p.rc.Read(func(fd uintptr) bool {
+		p.rmu.Lock()
+		defer p.rmu.Unlock()
+		if p.detached {
+			errno = syscall.ESHUTDOWN
+			return true
+		}
 		n, oobn, flags, errno = rawRecvmsg(fd, buf, oob)
 		return errno != syscall.EAGAIN
 	})

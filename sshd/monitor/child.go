@@ -56,6 +56,7 @@ type child struct {
 	ready     chan struct{}
 	aeads     *AEADServer       // post-auth: AEADs held for it
 	keeper    *ipc.ChildConfig  // post-auth with a PAM session: the root keeper's settings
+	session   *ipc.Peer         // the PAM session keeper's socket (its log lines)
 	identity  *sandbox.Identity // who it runs as; nil: the monitor's own
 	ending    bool              // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
@@ -269,6 +270,7 @@ func (c *child) startKeeper(ctl *os.File) error {
 	if err != nil {
 		return err
 	}
+	c.session = p
 	go p.Run()
 	b, err := c.keeper.Marshal()
 	if err == nil {

@@ -162,6 +162,7 @@ type Monitor struct {
 	deaths   uint64                 // pre-auth worker deaths
 	closing  bool
 	kids     sync.WaitGroup // child processes not yet reaped
+	handed   bool           // Detach gave the sessions to a keeper (keeper.go)
 }
 
 // New checks cfg and starts the pre-auth workers.
@@ -461,6 +462,10 @@ func (m *Monitor) closeLogin(c *mconn) auth.Summary {
 // post-auth process to close its connections, and waits for the children.
 func (m *Monitor) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
+	if m.handed { // Detach has stopped the rest; the sessions are the keeper's
+		m.mu.Unlock()
+		return nil
+	}
 	m.closing = true
 	pre := m.connsIn(phasePreauth, phaseAuthed)
 	m.mu.Unlock()

@@ -18,8 +18,11 @@
 // # Re-keying
 //
 // The host keys stay with the monitor: a key re-exchange asks it for the
-// signature (ipc.Signer). When the monitor has gone away (a restart), the
-// connections go on until their next key exchange, which then fails.
+// signature (ipc.Signer). A restart hands the monitor's side of the
+// socket to a session keeper (monitor.Detach, monitor.Resume), which
+// answers from then on; the process notices nothing. Should the monitor
+// go away without one, the connections go on until their next key
+// exchange, which then fails.
 package postauth
 
 import (
