@@ -37,6 +37,8 @@ check /usr/lib/openssh/sftp-server openssh-sftp-server
 # config: docs/offload-sshd.{service,socket} checked with systemd-analyze verify
 check systemd-analyze systemd
 check ssh-audit ssh-audit
+# the quick start in a pristine Debian 12 root (test/pristine)
+check debootstrap debootstrap
 # auth: PAM (cgo binding, pam_oath second factor), libcrypt, password clients, fail2ban
 check /usr/include/security/pam_appl.h libpam0g-dev
 check /usr/include/crypt.h libcrypt-dev
@@ -115,6 +117,13 @@ elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
 	echo "softhsm2-util or ssh missing and OFFLOAD_REQUIRE_TOOLS=1"; exit 1
 else
 	echo "skipped: softhsm2-util or ssh missing"
+fi
+
+step "quick start on a pristine Debian 12 (test/pristine/run.sh: debootstrap minbase + gcc + Go, run.sh --smoke in a chroot)"
+if [ "$(id -u)" = 0 ]; then
+	test/pristine/run.sh
+else
+	echo "skipped: not root (debootstrap and chroot need root)"
 fi
 
 step "race detector on the concurrent code"
