@@ -17,7 +17,7 @@
 # OFFLOAD_REQUIRE_TOOLS=1.
 #
 # Cache: the finished root is kept as a directory under
-# $OFFLOAD_PRISTINE_CACHE (default /var/cache/offload/pristine), named by a
+# $OFFLOAD_PRISTINE_CACHE (default /var/cache/offload-ci/pristine), named by a
 # hash of the mirror and the package list, and each run works on an overlay
 # of it (a copy where overlayfs is missing), so a warm run spends its time
 # on run.sh itself. A cold run builds the root first (debootstrap downloads
@@ -31,7 +31,7 @@
 # root are killed first.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-cache=${OFFLOAD_PRISTINE_CACHE:-/var/cache/offload/pristine}
+cache=${OFFLOAD_PRISTINE_CACHE:-/var/cache/offload-ci/pristine}
 suite=bookworm
 base_pkgs=gcc,libc6-dev,git,ca-certificates
 
@@ -203,7 +203,7 @@ git -C "$r/src/offload" fetch -q "$repo" HEAD
 git -C "$r/src/offload" checkout -q --detach FETCH_HEAD
 say "cloned $(git -C "$r/src/offload" rev-parse --short HEAD) into the root; running scripts/run.sh --smoke there"
 t0=$(date +%s)
-in_chroot "$r" 'cd /src/offload && timeout 900 ./scripts/run.sh --smoke'
+in_chroot "$r" 'cd /src/offload && timeout 1800 ./scripts/run.sh --smoke'
 say "quick start passed in the pristine root (run.sh: $(($(date +%s) - t0)) s, total $(($(date +%s) - start)) s)"
 
 if [ -n "$deb" ]; then
