@@ -8,6 +8,7 @@
 # OpenSSH client), as it would on a new machine.
 #
 #   test/pristine/run.sh                 the quick start
+#   test/pristine/run.sh --package-only DEB   only the package part
 #   test/pristine/run.sh --package DEB   also install DEB with dpkg -i in a
 #                                        second pristine root, start the daemon
 #                                        as its unit does, log in, remove and
@@ -46,10 +47,12 @@ skip() {
 }
 
 deb=
+quickstart=true
 case "${1:-}" in
 --package) deb=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;;
+--package-only) deb=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); quickstart=false ;;
 "") ;;
-*) echo "usage: $0 [--package DEB]" >&2; exit 2 ;;
+*) echo "usage: $0 [--package DEB | --package-only DEB]" >&2; exit 2 ;;
 esac
 
 [ "$(id -u)" = 0 ] || skip "not root"
@@ -196,6 +199,7 @@ start=$(date +%s)
 base=$(base_root)
 say "root ready after $(($(date +%s) - start)) s"
 
+if $quickstart; then
 new_root "$base" quickstart
 # A clone of this checkout's HEAD (what is committed is what is tested).
 git init -q "$r/src/offload"
@@ -205,6 +209,7 @@ say "cloned $(git -C "$r/src/offload" rev-parse --short HEAD) into the root; run
 t0=$(date +%s)
 in_chroot "$r" 'cd /src/offload && timeout 1800 ./scripts/run.sh --smoke'
 say "quick start passed in the pristine root (run.sh: $(($(date +%s) - t0)) s, total $(($(date +%s) - start)) s)"
+fi
 
 if [ -n "$deb" ]; then
 	# shellcheck source=test/pristine/package.sh
