@@ -6,8 +6,10 @@
 #   ./scripts/run.sh --smoke    the same, then log in with ssh and sftp once,
 #                               stop the server and exit 0 on success (for CI)
 #
-# It installs SoftHSM and the OpenSSH client when missing (as root with
-# apt-get; otherwise it says what to install), builds bin/offload, makes a
+# It installs every build and run dependency that is missing (gcc,
+# libc6-dev, libpam0g-dev, libcrypt-dev, softhsm2, openssh-client) as root
+# with apt-get; otherwise it prints the apt-get install line and stops. It
+# builds bin/offload, makes a
 # SoftHSM token under the state directory with a random PIN kept in
 # STATE/pin (mode 0600), generates the host key inside the token, makes a
 # client key when you have none in ~/.ssh, writes STATE/sshd_config and
@@ -49,20 +51,33 @@ find_module() {
 	return 1
 }
 
+# Every build and run dependency, as Debian 12 packages. The build needs a
+# C compiler and the PAM and libcrypt headers because the PAM binding and
+# the password check are cgo (a build with CGO_ENABLED=0 has neither PAM nor
+# PKCS #11 and is not what this quick start runs); docs/install.md says why
+# run.sh installs them rather than loading PAM at run time.
 install_tools() {
 	local pkgs=()
-	command -v softhsm2-util >/dev/null && find_module >/dev/null || pkgs+=(softhsm2)
-	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || pkgs+=(openssh-client)
-	command -v script >/dev/null || pkgs+=(bsdutils)
 	command -v go >/dev/null || die "Go is not installed (https://go.dev/doc/install); offload needs Go 1.26"
+	command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null || pkgs+=(gcc)
+	[ -e /usr/include/stdlib.h ] || pkgs+=(libc6-dev)
+	[ -e /usr/include/security/pam_appl.h ] || pkgs+=(libpam0g-dev)
+	[ -e /usr/include/crypt.h ] || pkgs+=(libcrypt-dev)
+	command -v softhsm2-util >/dev/null && find_module >/dev/null || pkgs+=(softhsm2)
+	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null && command -v sftp >/dev/null || pkgs+=(openssh-client)
+	command -v script >/dev/null || pkgs+=(bsdutils)
 	[ ${#pkgs[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		say "installing ${pkgs[*]}"
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+	elif command -v apt-get >/dev/null; then
+		echo "run.sh: missing build or run dependencies; install them with:" >&2
+		echo "  sudo apt-get install --no-install-recommends ${pkgs[*]}" >&2
+		exit 1
 	else
-		die "missing: ${pkgs[*]}; install them with: sudo apt-get install ${pkgs[*]}"
+		die "missing (Debian package names): ${pkgs[*]}"
 	fi
 }
 

@@ -37,6 +37,12 @@ check /usr/lib/openssh/sftp-server openssh-sftp-server
 # config: docs/offload-sshd.{service,socket} checked with systemd-analyze verify
 check systemd-analyze systemd
 check ssh-audit ssh-audit
+# the quick start in a pristine Debian 12 root (test/pristine); the Debian
+# package (packaging/build-deb.sh) and its lintian check
+check debootstrap debootstrap
+check dpkg-buildpackage dpkg-dev
+check dh debhelper
+check lintian lintian
 # auth: PAM (cgo binding, pam_oath second factor), libcrypt, password clients, fail2ban
 check /usr/include/security/pam_appl.h libpam0g-dev
 check /usr/include/crypt.h libcrypt-dev
@@ -115,6 +121,27 @@ elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
 	echo "softhsm2-util or ssh missing and OFFLOAD_REQUIRE_TOOLS=1"; exit 1
 else
 	echo "skipped: softhsm2-util or ssh missing"
+fi
+
+step "Debian package: packaging/build-deb.sh (dpkg-buildpackage, lintian)"
+deb_dir=$(mktemp -d)
+trap 'rm -rf "$deb_dir" "${smoke_state:-}"' EXIT
+deb=
+if [ "$(id -u)" = 0 ] || { command -v dh && command -v lintian && command -v dpkg-buildpackage; } >/dev/null; then
+	deb=$(packaging/build-deb.sh "$deb_dir")
+elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
+	echo "debhelper, dpkg-dev or lintian missing and OFFLOAD_REQUIRE_TOOLS=1"; exit 1
+else
+	echo "skipped: debhelper, dpkg-dev or lintian missing"
+fi
+
+step "pristine Debian 12 (test/pristine/run.sh): the quick start (run.sh --smoke in a debootstrap minbase root with gcc and Go), then the package: dpkg -i, ExecStart, ssh login, remove, purge"
+if [ "$(id -u)" = 0 ]; then
+	test/pristine/run.sh ${deb:+--package "$deb"}
+elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
+	echo "not root and OFFLOAD_REQUIRE_TOOLS=1: debootstrap and chroot need root"; exit 1
+else
+	echo "skipped: not root (debootstrap and chroot need root)"
 fi
 
 step "race detector on the concurrent code"

@@ -32,7 +32,13 @@ commands:
   import [-remove] FILE URI store an OpenSSH or PKCS #8 private key on the token,
                             sensitive and not extractable; -remove then deletes FILE
   delete URI                destroy the key pair (and certificates with its id)
+  migrate [-dir DIR] [-types LIST] [-config FILE] [-scan] TOKEN-URI
+                            import OpenSSH's host keys (DIR, default /etc/ssh) into the
+                            token, check their fingerprints are unchanged (-scan: also
+                            with ssh-keyscan) and print (or append to FILE) the config
+                            lines; the files stay (docs/migration.md)
 
+Each command also takes -module PATH and -pin-source FILE.
 URI is an RFC 7512 pkcs11: URI, e.g.
   'pkcs11:token=unit0;object=host-key?module-name=softhsm2&pin-source=/etc/offload/pin'
 The module comes from the URI (module-path, module-name), -module or $` + moduleEnv + `.
@@ -60,7 +66,13 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	pinSource := fs.String("pin-source", "", "file holding the user PIN (default: from the URI, $"+pkcs11.PINEnv+", or a prompt)")
 	var keyType, knownHost string
 	var remove bool
+	mig := migrateOptions{}
 	switch sub {
+	case "migrate":
+		fs.StringVar(&mig.dir, "dir", "/etc/ssh", "directory of OpenSSH's host keys (ssh_host_TYPE_key)")
+		fs.StringVar(&mig.types, "types", "ed25519,ecdsa,rsa", "key types to migrate")
+		fs.StringVar(&mig.config, "config", "", "append the HostKey and PKCS11 lines to this file instead of printing them")
+		fs.BoolVar(&mig.scan, "scan", false, "also run ssh-keyscan against a temporary offload sshd serving the token's keys")
 	case "generate":
 		fs.StringVar(&keyType, "type", "", "key type: ed25519, ecdsa-p256, ecdsa-p384, rsa-2048, rsa-3072, rsa-4096")
 	case "pub":
@@ -120,6 +132,8 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return keysPub(ctx, p, u, knownHost, stdout)
 	case "import":
 		return keysImport(ctx, p, u, fs.Arg(0), remove, stdout, stderr)
+	case "migrate":
+		return keysMigrate(ctx, p, u, mig, *module, *pinSource, stdout, stderr)
 	}
 	return keysDelete(ctx, p, u, stdout)
 }
@@ -211,6 +225,11 @@ func keysImport(ctx context.Context, p *pkcs11.Provider, u *uri.URI, file string
 	key, err := readPrivateKey(file, stderr)
 	if err != nil {
 		return err
+	}
+	if remove {
+		if err := warnNoRollback(key, file, stderr); err != nil {
+			return err
+		}
 	}
 	s, err := p.Import(ctx, u.Full(), key)
 	if err != nil {

@@ -211,9 +211,9 @@ func TestSystemdUnits(t *testing.T) {
 	analyze := testenv.LookPath(t, "systemd-analyze", "apt-get install systemd")
 	dir := t.TempDir()
 	// The units name the installed binary; verify them with one that exists.
-	writeFileT(t, dir, "offload-sshd.service", strings.ReplaceAll(string(svc), "/usr/local/bin/offload", "/bin/true"))
+	writeFileT(t, dir, "offload-sshd.service", strings.ReplaceAll(string(svc), "/usr/bin/offload", "/bin/true"))
 	writeFileT(t, dir, "offload-sshd.socket", string(sock))
-	out, err := exec.Command(analyze, "verify", filepath.Join(dir, "offload-sshd.socket"), filepath.Join(dir, "offload-sshd.service")).CombinedOutput()
+	out, err := exec.Command(analyze, "verify", "--man=no", filepath.Join(dir, "offload-sshd.socket"), filepath.Join(dir, "offload-sshd.service")).CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}

@@ -66,4 +66,4 @@
 // parses back to an equal Config.
 package config
 
-//go:generate go test -run TestReferenceTable -update
+//go:generate go test -run ^(TestReferenceTable|TestManPage)$ -update

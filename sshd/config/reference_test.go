@@ -40,52 +40,6 @@ func referenceTable() string {
 	return b.String()
 }
 
-func inMatchText(ki KeywordInfo) string {
-	switch {
-	case !ki.InMatch:
-		return "no"
-	case ki.Status == Supported && !ki.PerConnection:
-		return "refused there"
-	}
-	return "yes"
-}
-
-func defaultText(ki KeywordInfo) string {
-	switch {
-	case ki.Default == "":
-		return "—"
-	case len(ki.Default) > 48:
-		return "see `-T`"
-	}
-	return "`" + ki.Default + "`"
-}
-
-func doesText(ki KeywordInfo) string {
-	switch ki.Status {
-	case Supported:
-		return ki.Applied
-	case Refused:
-		s := "not implemented: " + ki.What
-		if ki.Accepted != "" {
-			s += "; only `" + ki.Name + " " + ki.Accepted + "` accepted"
-		}
-		if ki.Owner != "" {
-			s += " (in progress: " + ki.Owner + ")"
-		}
-		return s
-	case Inert:
-		if ki.InertWhile != "" {
-			return "no effect while " + strings.ReplaceAll(ki.InertWhile, ",", " and ") + " is refused (" + ki.What + ")"
-		}
-		return "no effect: offload has no " + ki.What
-	case Deprecated:
-		return "warning \"Deprecated option\", ignored (as OpenSSH)"
-	case Unsupported:
-		return "warning \"Unsupported option\", ignored (as OpenSSH built without it)"
-	}
-	return ""
-}
-
 // TestReferenceTable keeps docs/configuration.md's keyword table equal to
 // the code's; go generate (go test -run TestReferenceTable -update)
 // rewrites it.

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// scanCompare starts a temporary offload sshd on 127.0.0.1 serving only
+// the token's copies of keys, runs ssh-keyscan against it, and checks
+// each key type shows the fingerprint of its OpenSSH file: the proof
+// clients' known_hosts entries stay valid.
+func scanCompare(ctx context.Context, keys []migratedKey, module, pinSource string, stderr io.Writer) error {
+	keyscan, err := exec.LookPath("ssh-keyscan")
+	if err != nil {
+		return errors.New("-scan needs ssh-keyscan (apt-get install openssh-client)")
+	}
+	dir, err := os.MkdirTemp("", "offload-migrate-scan")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return err
+	}
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "ListenAddress 127.0.0.1\nPort %d\nPidFile %s\nPKCS11Module %s\nPKCS11PinSource %s\nPKCS11StateDir %s\nCalibrationCache none\nAuthorizedKeysFile none\nPasswordAuthentication no\nPerSourcePenaltyExemptList 127.0.0.1\n",
+		port, filepath.Join(dir, "pid"), module, pinSource, dir)
+	for _, k := range keys {
+		fmt.Fprintf(&conf, "HostKey %s\n", k.uri)
+	}
+	cfg := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var log bytes.Buffer
+	srv := exec.CommandContext(sctx, self, "sshd", "-D", "-e", "-f", cfg)
+	srv.Stdout, srv.Stderr = &log, &log
+	srv.Cancel = func() error { return srv.Process.Signal(os.Interrupt) }
+	srv.WaitDelay = 10 * time.Second
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	stop := func() { cancel(); <-done }
+	if err := waitListening(ctx, port, done); err != nil {
+		stop()
+		return fmt.Errorf("the temporary offload sshd did not start: %w\n%s", err, log.String())
+	}
+	var types []string
+	for _, k := range keys {
+		types = append(types, k.typ)
+	}
+	out, err := exec.CommandContext(ctx, keyscan, "-p", strconv.Itoa(port), "-t", strings.Join(types, ","), "127.0.0.1").Output()
+	stop()
+	if err != nil {
+		return fmt.Errorf("ssh-keyscan: %w\n%s", err, log.String())
+	}
+	return compareScan(keys, out, port, stderr)
+}
+
+// compareScan checks ssh-keyscan's output has every key, unchanged.
+func compareScan(keys []migratedKey, out []byte, port int, stderr io.Writer) error {
+	seen := map[string]ssh.PublicKey{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(rest))
+		if err != nil {
+			return fmt.Errorf("ssh-keyscan printed %q: %w", line, err)
+		}
+		seen[k.Type()] = k
+	}
+	for _, k := range keys {
+		got, ok := seen[k.pub.Type()]
+		if !ok {
+			return fmt.Errorf("ssh-keyscan of 127.0.0.1:%d shows no %s key", port, k.pub.Type())
+		}
+		if !bytes.Equal(got.Marshal(), k.pub.Marshal()) {
+			return fmt.Errorf("ssh-keyscan shows %s %s, but %s is %s", k.pub.Type(), ssh.FingerprintSHA256(got), k.file, ssh.FingerprintSHA256(k.pub))
+		}
+		fmt.Fprintf(stderr, "ssh-keyscan: %s %s, as %s\n", k.pub.Type(), ssh.FingerprintSHA256(got), k.file)
+	}
+	return nil
+}
+
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitListening waits until 127.0.0.1:port accepts, or the server ends.
+func waitListening(ctx context.Context, port int, done chan error) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case err := <-done:
+			done <- err // for the caller's wait
+			return fmt.Errorf("it exited: %v", err)
+		case <-deadline:
+			return errors.New("not listening after 2 minutes")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
