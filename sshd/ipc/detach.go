@@ -25,6 +25,10 @@ func (p *Peer) Detach() (*os.File, error) {
 	return f, nil
 }
 
+// Detached reports whether Detach was called: Run's return is then the
+// hand-over, not a broken channel.
+func (p *Peer) Detached() bool { return p.isDetached() }
+
 func (p *Peer) isDetached() bool {
 	p.rmu.Lock()
 	defer p.rmu.Unlock()

@@ -181,16 +181,24 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 	// No Pdeathsig: it fires when the forking OS thread ends, and the
 	// monitor retires threads (sandbox.OpenAs). A worker ends when its
 	// socket to the monitor closes, which the monitor's death does too.
-	stderr, err := c.cmd.StderrPipe()
+	// Our own pipe, not StderrPipe: Wait closes that one as soon as the
+	// process is reaped, and a crash report still in it was lost ("read
+	// |0: file already closed"). This end is read to EOF, which comes
+	// when the child and whatever inherited its stderr are gone.
+	stderr, childErr, err := os.Pipe()
 	if err != nil {
 		parent.Close()
 		return fmt.Errorf("monitor: %w", err)
 	}
+	c.cmd.Stderr = childErr
 	start := c.cmd.Start
 	if c.cmd.SysProcAttr.Pdeathsig != 0 {
 		start = func() error { return startChild(c.cmd) }
 	}
-	if err := start(); err != nil {
+	err = start()
+	childErr.Close()
+	if err != nil {
+		stderr.Close()
 		parent.Close()
 		return fmt.Errorf("monitor: starting %s: %w", c.name, err)
 	}
@@ -233,6 +241,9 @@ func (c *child) newBusyTable() (*os.File, error) {
 // worker is started again in its place.
 func (c *child) runPeer() {
 	err := c.peer.Run()
+	if c.peer.Detached() {
+		return // handed to a session keeper (keeper.go), which reads it now
+	}
 	// A child that exits closes its end of the channel first: then it is
 	// its exit, which reap handles, not a broken channel.
 	for deadline := time.Now().Add(exitGrace); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -294,7 +305,8 @@ func (c *child) waitReady() error {
 
 // relayStderr logs what the child writes to its standard error (a Go
 // runtime crash report, say), line by line and bounded.
-func (c *child) relayStderr(r io.Reader) {
+func (c *child) relayStderr(r io.ReadCloser) {
+	defer r.Close()
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 0, 1024), maxStderrLine)
 	for s.Scan() {
