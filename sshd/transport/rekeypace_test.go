@@ -14,17 +14,17 @@ import (
 	"github.com/offload/offload/sshd/wire"
 )
 
-// TestRekeyAllowance: a client that re-keys every 256 KiB of data, or
+// TestRekeyAllowance: a client that re-keys every 64 KiB of data, or
 // every second when idle, never waits; one that asks without end waits
 // one interval per exchange beyond its burst, and is never refused.
 func TestRekeyAllowance(t *testing.T) {
 	p := defaultPace
 	start := time.Unix(1_800_000_000, 0)
-	t.Run("per-256KiB at any speed", func(t *testing.T) {
+	t.Run("per-64KiB at any speed", func(t *testing.T) {
 		var a rekeyAllowance
 		now := start
-		for i := range 10000 { // 2.5 GiB at 1 GiB/s: one every 244 µs
-			now = now.Add(244 * time.Microsecond)
+		for i := range 40000 { // 2.5 GiB at 1 GiB/s: one every 61 µs
+			now = now.Add(61 * time.Microsecond)
 			a.accrue(p, now, ClientRekeyBytes)
 			if w := a.take(p); w != 0 {
 				t.Fatalf("exchange %d after %d bytes waits %v", i, ClientRekeyBytes, w)
