@@ -19,14 +19,15 @@ import (
 //   - After authentication, a re-exchange the client starts spends one
 //     unit of an allowance that holds at most ClientRekeyBurst units and
 //     gains one per ClientRekeyBytes moved (both directions) and one per
-//     ClientRekeyEvery: a client that re-keys every 256 KiB or every
-//     second is never held back. Beyond that its KEXINIT is answered
+//     ClientRekeyEvery: a client that re-keys every 64 KiB or every
+//     second is never held back (OpenSSH's client with RekeyLimit 16
+//     re-keys about once per 64 KiB of bulk data). Beyond that its KEXINIT is answered
 //     only when a unit has accrued (at most ClientRekeyEvery later):
 //     delayed, never refused. Before authentication the caller's limits
 //     apply (the privilege-separation monitor's).
 const (
 	ClientRekeyBurst = 16
-	ClientRekeyBytes = 256 << 10
+	ClientRekeyBytes = 64 << 10
 	ClientRekeyEvery = time.Second
 )
 
