@@ -61,7 +61,7 @@ type child struct {
 	idle      *time.Timer
 	exited    chan struct{}  // closed when the process has been reaped
 	busy      *ipc.BusyTable // pre-auth: the connections it is working on
-	readyAt   time.Time      // when it said it was ready
+	readyAt   atomic.Int64   // when it said it was ready (Unix nanoseconds)
 	// logFloor is the lowest level of the lines the monitor relays for
 	// a post-auth process: the children's level, lowered by connections
 	// a Match block logs more of (the process sends their lines only).
@@ -353,7 +353,7 @@ func (c *child) handle(msg *ipc.Message) {
 	}
 	switch msg.Type {
 	case ipc.TypeReady:
-		c.readyOnce.Do(func() { c.readyAt = time.Now(); close(c.ready) })
+		c.readyOnce.Do(func() { c.readyAt.Store(time.Now().UnixNano()); close(c.ready) })
 	case ipc.TypeLog:
 		if l, err := ipc.ParseLog(msg.Payload); err == nil {
 			c.relayLog(l)
@@ -534,7 +534,7 @@ func (m *Monitor) childDied(c *child, err error) {
 		// A worker that ran is started again at once; one that dies
 		// as soon as it is up waits, so that a crash loop does not spin.
 		wait := time.Duration(0)
-		if time.Since(c.readyAt) < respawnBackoff {
+		if time.Since(time.Unix(0, c.readyAt.Load())) < respawnBackoff {
 			wait = respawnBackoff
 		}
 		go m.respawn(c.slot, wait)
