@@ -225,13 +225,18 @@ func (c *child) newBusyTable() (*os.File, error) {
 	return f, nil
 }
 
-// runPeer reads the child's messages. A channel that breaks while the
-// child is meant to run (an empty or oversized datagram, a reply to a
-// request never made, a descriptor the monitor cannot receive) leaves a
-// child the monitor can neither serve nor trust: it is killed, and a
-// worker is started again in its place.
+// runPeer reads the child's messages. A pre-auth worker whose channel
+// breaks while it is meant to run (an empty or oversized datagram, a
+// reply to a request never made, a descriptor the monitor cannot
+// receive) is one the monitor can neither serve nor trust: it is killed,
+// and a worker is started again in its place. (A post-auth process's
+// channel ends when that process exits; its PAM session keeper, the
+// process the monitor started, lives on to close the session.)
 func (c *child) runPeer() {
 	err := c.peer.Run()
+	if c.role != ipc.RolePreauth {
+		return
+	}
 	// A child that exits closes its end of the channel first: then it is
 	// its exit, which reap handles, not a broken channel.
 	for deadline := time.Now().Add(exitGrace); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
