@@ -414,3 +414,19 @@ func TestPAMWorkBounds(t *testing.T) {
 		t.Fatal("more than the total bound")
 	}
 }
+
+// FuzzMayWaitInPAM: the monitor's look at a worker's request before it
+// decides where to serve it never fails on any bytes.
+func FuzzMayWaitInPAM(f *testing.F) {
+	f.Add(uint8(ipc.TypeDecide), (&ipc.DecideRequest{ConnID: 1, Req: passwordRequest("x")}).Marshal())
+	f.Add(uint8(ipc.TypeRespond), (&ipc.RespondRequest{ConnID: 1, Responses: []string{"x"}}).Marshal())
+	f.Add(uint8(ipc.TypeBeginDecide), []byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, typ uint8, payload []byte) {
+		c := &child{}
+		m := &Monitor{conns: map[uint64]*mconn{1: {id: 1, owner: c, remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}}}}
+		src, ok := m.mayWaitInPAM(c, &ipc.Message{Type: ipc.Type(typ), Payload: payload})
+		if ok && src != netip.MustParseAddr("192.0.2.1") {
+			t.Fatalf("source %v", src)
+		}
+	})
+}
