@@ -112,7 +112,7 @@ func playBroken(p *ipc.Peer, conns <-chan *ipc.NewConn, _ *ipc.ChildConfig) {
 	nc := <-conns
 	if nc.ConnID == 1 {
 		p.Reply(&ipc.Message{ID: 0xfffffff0}, nil, nil)
-		select {} // and carries on as if nothing happened
+		time.Sleep(time.Hour) // and carries on as if nothing happened (a timer: no deadlock exit)
 	}
 	report(p, "served conn %d", nc.ConnID)
 	p.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: nc.ConnID, Outcome: ipc.OutcomeNoAuth}).Marshal())
@@ -413,4 +413,20 @@ func TestPAMWorkBounds(t *testing.T) {
 	if q.take(netip.MustParseAddr("10.9.9.9")) {
 		t.Fatal("more than the total bound")
 	}
+}
+
+// FuzzMayWaitInPAM: the monitor's look at a worker's request before it
+// decides where to serve it never fails on any bytes.
+func FuzzMayWaitInPAM(f *testing.F) {
+	f.Add(uint8(ipc.TypeDecide), (&ipc.DecideRequest{ConnID: 1, Req: passwordRequest("x")}).Marshal())
+	f.Add(uint8(ipc.TypeRespond), (&ipc.RespondRequest{ConnID: 1, Responses: []string{"x"}}).Marshal())
+	f.Add(uint8(ipc.TypeBeginDecide), []byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, typ uint8, payload []byte) {
+		c := &child{}
+		m := &Monitor{conns: map[uint64]*mconn{1: {id: 1, owner: c, remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}}}}
+		src, ok := m.mayWaitInPAM(c, &ipc.Message{Type: ipc.Type(typ), Payload: payload})
+		if ok && src != netip.MustParseAddr("192.0.2.1") {
+			t.Fatalf("source %v", src)
+		}
+	})
 }

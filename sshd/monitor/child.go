@@ -62,7 +62,7 @@ type child struct {
 	idle      *time.Timer
 	exited    chan struct{}  // closed when the process has been reaped
 	busy      *ipc.BusyTable // pre-auth: the connections it is working on
-	readyAt   time.Time      // when it said it was ready
+	readyAt   atomic.Int64   // when it said it was ready (Unix nanoseconds)
 	// logFloor is the lowest level of the lines the monitor relays for
 	// a post-auth process: the children's level, lowered by connections
 	// a Match block logs more of (the process sends their lines only).
@@ -234,15 +234,17 @@ func (c *child) newBusyTable() (*os.File, error) {
 	return f, nil
 }
 
-// runPeer reads the child's messages. A channel that breaks while the
-// child is meant to run (an empty or oversized datagram, a reply to a
-// request never made, a descriptor the monitor cannot receive) leaves a
-// child the monitor can neither serve nor trust: it is killed, and a
-// worker is started again in its place.
+// runPeer reads the child's messages. A pre-auth worker whose channel
+// breaks while it is meant to run (an empty or oversized datagram, a
+// reply to a request never made, a descriptor the monitor cannot
+// receive) is one the monitor can neither serve nor trust: it is killed,
+// and a worker is started again in its place. (A post-auth process's
+// channel ends when that process exits; its PAM session keeper, the
+// process the monitor started, lives on to close the session.)
 func (c *child) runPeer() {
 	err := c.peer.Run()
-	if c.peer.Detached() {
-		return // handed to a session keeper (keeper.go), which reads it now
+	if c.peer.Detached() || c.role != ipc.RolePreauth {
+		return // handed to a session keeper (keeper.go), or not a worker
 	}
 	// A child that exits closes its end of the channel first: then it is
 	// its exit, which reap handles, not a broken channel.
@@ -367,7 +369,7 @@ func (c *child) handle(msg *ipc.Message) {
 	}
 	switch msg.Type {
 	case ipc.TypeReady:
-		c.readyOnce.Do(func() { c.readyAt = time.Now(); close(c.ready) })
+		c.readyOnce.Do(func() { c.readyAt.Store(time.Now().UnixNano()); close(c.ready) })
 	case ipc.TypeLog:
 		if l, err := ipc.ParseLog(msg.Payload); err == nil {
 			c.relayLog(l)
@@ -548,7 +550,7 @@ func (m *Monitor) childDied(c *child, err error) {
 		// A worker that ran is started again at once; one that dies
 		// as soon as it is up waits, so that a crash loop does not spin.
 		wait := time.Duration(0)
-		if time.Since(c.readyAt) < respawnBackoff {
+		if time.Since(time.Unix(0, c.readyAt.Load())) < respawnBackoff {
 			wait = respawnBackoff
 		}
 		go m.respawn(c.slot, wait)

@@ -27,7 +27,10 @@
 //
 // Pre-auth workers (Config.Workers, about one per core) serve many
 // connections each; one that dies ends only its connections and is
-// started again. Post-auth processes run one per user (or one per
+// started again at once (connections admitted meanwhile wait for it).
+// Its death is charged to a client only when that client is shown to
+// have caused it (crash.go); the others' connections end as
+// ipc.OutcomeLost, with no penalty. Post-auth processes run one per user (or one per
 // connection, Config.PerConnection) as that user, and end when they have
 // had no connection for Config.Linger.
 package monitor
