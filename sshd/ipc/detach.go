@@ -11,7 +11,8 @@ import (
 // session keeper, after a restart) reads the messages from here on: no
 // message is half-read or lost between the two. Run returns; every
 // pending Call fails. Send (replies to requests read before) still works
-// until Close, which the caller makes once those are answered.
+// until Close, which the caller makes once those are answered. Run must
+// have been started.
 func (p *Peer) Detach() (*os.File, error) {
 	p.rmu.Lock()
 	p.detached = true

@@ -93,7 +93,14 @@ func (m *Monitor) Detach() (*Handover, error) {
 		return nil, ErrClosed
 	}
 	m.closing, m.handed = true, true
-	pre := m.connsIn(phasePreauth, phaseAuthed)
+	pre := m.connsIn(phasePreauth)
+	m.mu.Unlock()
+	for _, c := range pre {
+		m.finish(c, ipc.OutcomeClosed, ErrClosed)
+	}
+	m.awaitHandoffs() // logins already granted become sessions to keep
+	m.mu.Lock()
+	pre = m.connsIn(phaseAuthed)
 	workers := append([]*child(nil), m.workers...)
 	var post []*child
 	for _, p := range m.post {
@@ -138,6 +145,31 @@ func (m *Monitor) Detach() (*Handover, error) {
 		return nil, fmt.Errorf("monitor: hand-over: %w", err)
 	}
 	return h, nil
+}
+
+// awaitHandoffs waits (bounded) until no connection is between its
+// login and its hand-over, and the workers' requests (a hand-over's
+// among them) have been answered: a connection handed over is then its
+// post-auth process's, which the keeper will hear from.
+func (m *Monitor) awaitHandoffs() {
+	deadline := time.Now().Add(drainTimeout)
+	for time.Now().Before(deadline) && m.handoffsPending() {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (m *Monitor) handoffsPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.connsIn(phaseAuthed)) > 0 {
+		return true
+	}
+	for _, w := range m.workers {
+		if len(w.sem) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // detachPost detaches post-auth process p, or tells it to end when it
