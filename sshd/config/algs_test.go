@@ -47,7 +47,7 @@ func TestAlgListForms(t *testing.T) {
 		{KexList, "-curve25519-sha256*", without(defKex, "curve25519-sha256", "curve25519-sha256@libssh.org"), 0},
 		{KexList, "+ecdh-sha2-nistp256", append(slices.Clone(defKex), "ecdh-sha2-nistp256"), 0},
 		{KexList, "^curve25519-sha256", append([]string{"curve25519-sha256"}, without(defKex, "curve25519-sha256")...), 0},
-		{KexList, "ecdh-sha2-nistp*", []string{"ecdh-sha2-nistp256", "ecdh-sha2-nistp384"}, 0},
+		{KexList, "ecdh-sha2-nistp*", []string{"ecdh-sha2-nistp256", "ecdh-sha2-nistp384", "ecdh-sha2-nistp521"}, 0},
 		{KexList, "curve25519-sha256,gss-curve25519-sha256-", []string{"curve25519-sha256"}, 1},
 		{CipherList, "aes*-gcm@openssh.com", []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com"}, 0},
 		{CipherList, "aes256-gcm@openssh.com,aes192-ctr", []string{"aes256-gcm@openssh.com", "aes192-ctr"}, 0},
