@@ -204,11 +204,12 @@ func (e *env) hostKeys(t *testing.T) {
 	_, ed, _ := ed25519.GenerateKey(rand.Reader)
 	p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	p521, _ := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.fileKeys = []crypto.Signer{ed, p256, p384, rk}
+	e.fileKeys = []crypto.Signer{ed, p256, p384, p521, rk}
 	e.reg = provider.New(provider.Config{})
 	t.Cleanup(func() { e.reg.Close() })
 	for _, p := range []provider.Provider{cpu.New(cpu.Detect()), software.New()} {

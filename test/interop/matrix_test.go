@@ -114,6 +114,11 @@ func runCell(t *testing.T, e *env, cl *client, c cell, tools map[string]string, 
 		err := o.run(ctx, a)
 		cancel()
 		time.Sleep(20 * time.Millisecond) // the server logs the end of the connection
+		if err != nil {
+			// A failed negotiation is told by the server's log line, which
+			// can come after the client has given up (on a loaded machine).
+			s.log.waitFor(mark, 10*time.Second, func(r record) bool { return r.attrs["err"] != "" })
+		}
 		recs := s.log.since(mark)
 		out := judge(cl, c, err, recs)
 		if n := negotiated(recs); n != "" {
