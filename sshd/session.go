@@ -33,6 +33,9 @@ func (s *settings) authDefaults(cfg *auth.Config) *auth.Config {
 	if a.Logger == nil {
 		a.Logger = s.log
 	}
+	if a.OnResult == nil && s.Auth != nil {
+		a.OnResult = s.Auth.OnResult // per-connection settings count where the server's do
+	}
 	if a.LoginGraceTime == 0 && s.LoginGraceTime > 0 {
 		a.LoginGraceTime = s.LoginGraceTime // bounds a PAM dialog too
 	}

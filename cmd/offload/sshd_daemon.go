@@ -60,6 +60,9 @@ func (g *generation) open(ctx context.Context, o *sshdOptions, stats *daemonStat
 		return err
 	}
 	sc.Separation = separation(sc.Separation, o, stats)
+	if stats != nil && sc.Auth != nil {
+		sc.Auth.OnResult = stats.loginResult
+	}
 	setMonitorProcs(sc.Separation != nil)
 	g.srv, err = sshd.NewServer(sc)
 	return err

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/offload/offload/sshd"
@@ -23,6 +27,28 @@ import (
 type daemonStats struct {
 	accepted, active, reloads, reloadErrors atomic.Int64
 	rx, tx                                  atomic.Uint64 // bytes on the wire, all connections
+	loginsMu                                sync.Mutex
+	logins                                  map[loginKey]uint64 // by method and result
+}
+
+// loginKey labels offload_sshd_logins_total.
+type loginKey struct{ method, result string }
+
+// loginResult counts one authentication outcome (auth.Config.OnResult).
+func (s *daemonStats) loginResult(method, result string) {
+	s.loginsMu.Lock()
+	defer s.loginsMu.Unlock()
+	if s.logins == nil {
+		s.logins = map[loginKey]uint64{}
+	}
+	s.logins[loginKey{method, result}]++
+}
+
+// loginCounts copies the login counters, for a scrape.
+func (s *daemonStats) loginCounts() map[loginKey]uint64 {
+	s.loginsMu.Lock()
+	defer s.loginsMu.Unlock()
+	return maps.Clone(s.logins)
 }
 
 // connEnded counts a separated server's connection when it ends.
@@ -70,6 +96,7 @@ type metricsCollector struct {
 
 	accepted, active, reloads, reloadFails *prometheus.Desc
 	rx, tx                                 *prometheus.Desc
+	logins, build                          *prometheus.Desc
 }
 
 func newMetricsCollector(stats *daemonStats) *metricsCollector {
@@ -83,11 +110,14 @@ func newMetricsCollector(stats *daemonStats) *metricsCollector {
 		reloadFails: d("offload_sshd_reload_failures_total", "Configuration reloads refused (the old configuration stayed).", nil),
 		rx:          d("offload_sshd_received_bytes_total", "Bytes read from clients (SSH packets, encrypted).", nil),
 		tx:          d("offload_sshd_sent_bytes_total", "Bytes written to clients (SSH packets, encrypted).", nil),
+		logins: d("offload_sshd_logins_total", "User authentication outcomes by method and result (accepted, failed, "+
+			"partial: a method of several AuthenticationMethods), as the auth log lines.", []string{"method", "result"}),
+		build: d("offload_build_info", "Always 1; the labels say which offload build runs.", []string{"version", "goversion", "goarch"}),
 	}
 }
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.reloads, c.reloadFails, c.rx, c.tx} {
+	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.reloads, c.reloadFails, c.rx, c.tx, c.logins, c.build} {
 		ch <- d
 	}
 }
@@ -99,6 +129,10 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.reloadFails, prometheus.CounterValue, float64(c.stats.reloadErrors.Load()))
 	ch <- prometheus.MustNewConstMetric(c.rx, prometheus.CounterValue, float64(c.stats.rx.Load()))
 	ch <- prometheus.MustNewConstMetric(c.tx, prometheus.CounterValue, float64(c.stats.tx.Load()))
+	for k, n := range c.stats.loginCounts() {
+		ch <- prometheus.MustNewConstMetric(c.logins, prometheus.CounterValue, float64(n), k.method, k.result)
+	}
+	ch <- prometheus.MustNewConstMetric(c.build, prometheus.GaugeValue, 1, Version, runtime.Version(), runtime.GOARCH)
 }
 
 // metricsServer serves /metrics on addr until ctx is done and returns the
@@ -106,7 +140,10 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 // bad address fails the start.
 func metricsServer(ctx context.Context, addr string, m *provider.Metrics, stats *daemonStats, log *slog.Logger) (string, error) {
 	reg := prometheus.NewRegistry()
-	for _, c := range []prometheus.Collector{prommetrics.New(m), newMetricsCollector(stats)} {
+	// beside offload's own: the process (CPU, memory, file descriptors) and
+	// the Go runtime, as any client_golang program exports them
+	for _, c := range []prometheus.Collector{prommetrics.New(m), newMetricsCollector(stats),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector()} {
 		if err := reg.Register(c); err != nil {
 			return "", err
 		}

@@ -130,6 +130,15 @@ type Config struct {
 	UsePAM bool
 	PAM    pam.Config
 
+	// OnResult, when set, is told each authentication outcome OpenSSH
+	// logs as Accepted, Failed or Partial: the method ("publickey",
+	// "password", "keyboard-interactive", "none") and "accepted",
+	// "failed" or "partial" (for metrics). The "none" request clients
+	// send first is not a failure here, as OpenSSH does not log it. It
+	// runs where the decision is made (the monitor, when separated) and
+	// must not block.
+	OnResult func(method, result string)
+
 	// AuthenticationMethods, when not empty, are lists of methods of
 	// which one must be completed, in order, for a login (OpenSSH's
 	// "publickey,password publickey,keyboard-interactive"); a method

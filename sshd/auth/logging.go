@@ -52,6 +52,9 @@ func (s *decider) authLog(fn func(msg string, args ...any), what, method string)
 	}
 	line := fmt.Sprintf("%s %s for %s%.100s from %s port %d ssh2%s", what, s.methodName(method), s.invalidTag(), s.user, s.addr, s.port, extra)
 	fn(line, sshlog.Worded(), "event", strings.ToLower(what), "user", s.user, "method", method)
+	if s.cfg.OnResult != nil && what != "Postponed" && (what != "Failed" || method != methodNone) {
+		s.cfg.OnResult(method, strings.ToLower(what))
+	}
 }
 
 // authLogFailed logs a failure at OpenSSH's level: INFO for passwords,
