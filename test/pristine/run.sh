@@ -22,10 +22,14 @@
 # hash of the mirror and the package list, and each run works on an overlay
 # of it (a copy where overlayfs is missing), so a warm run spends its time
 # on run.sh itself. A cold run builds the root first (debootstrap downloads
-# from the mirror apt uses on this machine). Nothing else is cached inside
-# the root: run.sh's apt-get and a cold Go build cache run every time; Go
-# modules come from this machine's module cache (bound in), or GOPROXY as
-# configured here.
+# from the mirror apt uses on this machine). run.sh's apt-get runs every
+# time. Go modules come from this machine's module cache (bound in), or
+# GOPROXY as configured here. The chroot's Go build cache is kept in
+# $cache/gocache (OFFLOAD_PRISTINE_COLD=1: an empty one): Go's cache keys
+# cover the sources, flags and the C compiler but not system headers, so a
+# cached cgo package would build even without its headers; the test
+# therefore also checks that run.sh installed the header packages
+# (libpam0g-dev, libcrypt-dev) itself.
 #
 # Mounts (/proc, /dev, Go, the module cache) are made in a private mount
 # namespace and undone at exit, also on failure; processes left in the
@@ -168,7 +172,11 @@ new_root() {
 	mount -t proc proc "$r/proc"
 	mount --rbind /dev "$r/dev"
 	mount --make-rslave "$r/dev"
-	mkdir -p "$r/usr/local/go" "$r/root/go/pkg/mod"
+	mkdir -p "$r/usr/local/go" "$r/root/go/pkg/mod" "$r/root/.cache/go-build"
+	if [ "${OFFLOAD_PRISTINE_COLD:-}" != 1 ]; then
+		mkdir -p "$cache/gocache"
+		mount --bind "$cache/gocache" "$r/root/.cache/go-build"
+	fi
 	mount --bind /usr/local/go "$r/usr/local/go"
 	mount -o remount,bind,ro "$r/usr/local/go"
 	local modcache
@@ -208,6 +216,10 @@ git -C "$r/src/offload" checkout -q --detach FETCH_HEAD
 say "cloned $(git -C "$r/src/offload" rev-parse --short HEAD) into the root; running scripts/run.sh --smoke there"
 t0=$(date +%s)
 in_chroot "$r" 'cd /src/offload && timeout 1800 ./scripts/run.sh --smoke'
+# The headers run.sh must have installed (see the Go build cache above).
+in_chroot "$r" 'for p in libpam0g-dev libcrypt-dev softhsm2 openssh-client; do
+	dpkg -s $p 2>/dev/null | grep -q "^Status: install ok installed" || { echo "run.sh did not install $p" >&2; exit 1; }
+done'
 say "quick start passed in the pristine root (run.sh: $(($(date +%s) - t0)) s, total $(($(date +%s) - start)) s)"
 fi
 
