@@ -53,7 +53,7 @@ func TestDocsNameEveryCommandAndFlag(t *testing.T) {
 		args := [][]string{{name}}
 		if name == "keys" {
 			args = nil
-			for _, sub := range []string{"generate", "list", "pub", "import", "delete", "migrate"} {
+			for _, sub := range keysCommands {
 				args = append(args, []string{name, sub})
 			}
 		}

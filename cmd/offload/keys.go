@@ -48,7 +48,7 @@ on the terminal; it is never echoed, logged or printed.
 
 // keysCommands are the sub-commands of `offload keys`, as keysUsage and
 // the summary in main.go name them.
-var keysCommands = []string{"generate", "list", "pub", "import", "delete"}
+var keysCommands = []string{"generate", "list", "pub", "import", "delete", "migrate"}
 
 // cmdKeys is `offload keys`: key pairs on PKCS #11 tokens.
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -42,7 +42,7 @@ type command struct {
 // commands is the table of subcommands.
 var commands = map[string]command{
 	"sshd":        {cmdSshd, "run the SSH server (sshd_config keywords, host keys in files or tokens)"},
-	"keys":        {cmdKeys, "keys in PKCS #11 tokens: generate, list, pub (print the public key), import, delete"},
+	"keys":        {cmdKeys, "keys in PKCS #11 tokens: generate, list, pub (print the public key), import, delete, migrate (OpenSSH host keys into a token)"},
 	"speed":       {cmdSpeed, "measure providers, shaped like `openssl speed`"},
 	"providers":   {cmdProviders, "list providers, capabilities and the choice per algorithm"},
 	"version":     {cmdVersion, "print the version and build"},

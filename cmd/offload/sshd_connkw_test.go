@@ -290,7 +290,7 @@ ListenAddress 127.0.0.1:%[2]d
 ListenAddress 127.0.0.1:%[3]d
 ListenAddress 127.0.0.1:%[4]d
 PrintMotd no
-PermitOpen %[5]s
+PermitOpen %[5]s [%[8]s]:*
 PermitListen %[6]d 127.0.0.2:%[7]d
 GatewayPorts clientspecified
 StreamLocalBindMask 0111
@@ -308,7 +308,7 @@ Match LocalPort %[3]d
 	UnusedConnectionTimeout 2s
 Match LocalPort %[4]d
 	ForceCommand internal-sftp -R
-`, ports[0], ports[1], ports[2], ports[3], echo, ports[4], ports[5]))
+`, ports[0], ports[1], ports[2], ports[3], echo, ports[4], ports[5], u.path("echo.sock")))
 	startTestDaemon(t, cfg)
 	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
 	open, restricted, forced, sftpOnly := addr(0), addr(1), addr(2), addr(3)
@@ -351,7 +351,10 @@ Match LocalPort %[4]d
 
 	// Unix sockets: -R creates the socket with StreamLocalBindMask over a
 	// stale one (StreamLocalBindUnlink yes); -L reaches one
-	// (direct-streamlocal). Match turns both off.
+	// (direct-streamlocal) that PermitOpen lets through ([path]:*: a
+	// restricting PermitOpen refuses every other socket, as OpenSSH 9.2's
+	// does, see test/connection TestStreamLocalPermitLikeOpenSSH). Match
+	// turns both off.
 	stale := u.path("fwd.sock")
 	if l, err := net.Listen("unix", stale); err == nil {
 		l.(*net.UnixListener).SetUnlinkOnClose(false)

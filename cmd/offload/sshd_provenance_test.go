@@ -138,7 +138,7 @@ func connectAndLog(t *testing.T, cfg string) string {
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, l := range strings.Split(buf.String(), "\n") {
-			if strings.Contains(l, `msg="transport: key exchange done"`) {
+			if strings.Contains(l, `msg="transport: key exchange done`) {
 				return l
 			}
 		}
@@ -192,12 +192,12 @@ func TestSshdTokenAttachesLater(t *testing.T) {
 		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second,
 		Config: ssh.Config{Ciphers: []string{"aes128-gcm@openssh.com"}, KeyExchanges: []string{"curve25519-sha256"}}}
 	cipherOf := func() string {
-		n := strings.Count(buf.String(), `msg="transport: key exchange done"`)
+		n := strings.Count(buf.String(), `msg="transport: key exchange done`)
 		if c, err := ssh.Dial("tcp", addr, ccfg); err == nil {
 			c.Close()
 		}
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			lines := regexp.MustCompile(`.*msg="transport: key exchange done".*`).FindAllString(buf.String(), -1)
+			lines := regexp.MustCompile(`.*msg="transport: key exchange done.*`).FindAllString(buf.String(), -1)
 			if len(lines) > n {
 				return servedBy(t, lines[n], "cipher_out_provider", "aes128-gcm")
 			}

@@ -387,7 +387,7 @@ func parseLogLine(line string) (record, bool) {
 		}
 		switch m[1] {
 		case "msg":
-			rec.msg = v
+			rec.msg = strings.TrimSuffix(v, " [preauth]") // a pre-auth worker's line, relayed
 		case "level":
 			var lv slog.Level
 			lv.UnmarshalText([]byte(v))

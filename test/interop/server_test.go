@@ -225,7 +225,7 @@ func (h recHandler) Handle(_ context.Context, rec slog.Record) error {
 		return true
 	})
 	h.r.mu.Lock()
-	h.r.records = append(h.r.records, record{level: rec.Level, msg: rec.Message, attrs: m})
+	h.r.records = append(h.r.records, record{level: rec.Level, msg: strings.TrimSuffix(rec.Message, " [preauth]"), attrs: m})
 	h.r.mu.Unlock()
 	return nil
 }
