@@ -13,7 +13,7 @@ import (
 // descriptors at exec, so its test runs the real command in a child).
 func TestMain(m *testing.M) {
 	sshd.RunChild()
-	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" {
+	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" || os.Getenv(detachEnv) != "" { // a daemon offload sshd detached is offload too
 		os.Unsetenv("OFFLOAD_TEST_MAIN")
 		main()
 	}
