@@ -363,3 +363,20 @@ func TestEmptyPasswordByNone(t *testing.T) {
 		})
 	}
 }
+
+// TestUserStyle: "alice:style" (OpenSSH's BSD-auth style after the
+// name) logs in as alice, the signature covering the name as sent; the
+// style is ignored as OpenSSH's sshd ignores it without BSD auth.
+func TestUserStyle(t *testing.T) {
+	for _, name := range []string{"alice:style", "alice:"} {
+		w := newWorld(t)
+		key := newEd25519(t)
+		w.authorize(authLine("", key.PublicKey()))
+		c, ch := startRun(t, w.cfg)
+		c.user = name
+		c.startService()
+		if p := wantSuccess(t, c.signed("ssh-ed25519", key), ch); p.User != "alice" {
+			t.Fatalf("%s: logged in as %q", name, p.User)
+		}
+	}
+}
