@@ -262,6 +262,9 @@ func (d *daemon) loop(ctx context.Context) {
 		case <-d.hup:
 			d.reload(ctx)
 		case <-ctx.Done():
+			// The PidFile goes when the listening stops, as sshd's does
+			// when its listener exits (sessions drain after it).
+			d.removePid()
 			d.log.Info("shutting down: no new connections; waiting for sessions", "timeout", d.o.shutdownTimeout)
 			d.stop(d.o.shutdownTimeout)
 			return

@@ -78,6 +78,11 @@ func TestSshdDetaches(t *testing.T) {
 			t.Fatalf("daemon not listening: %v", err)
 		}
 		c.Close()
+		// SIGHUP writes the PidFile again, as sshd's re-exec does
+		// (OpenSSH's regress reconfigure waits for it).
+		os.Remove(pidFile)
+		syscall.Kill(pid, syscall.SIGHUP)
+		waitFor(t, pidFile)
 		syscall.Kill(pid, syscall.SIGTERM)
 		waitGone(t, pidFile)
 	}
@@ -85,6 +90,18 @@ func TestSshdDetaches(t *testing.T) {
 	if !strings.Contains(string(log), "unable to load host key") || !strings.Contains(string(log), "missing_key") {
 		t.Errorf("the unusable host key was not logged:\n%s", log)
 	}
+}
+
+func waitFor(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s not written again after SIGHUP", path)
 }
 
 func waitGone(t *testing.T, path string) {
