@@ -34,6 +34,9 @@ check ssh openssh-client
 check ss iproute2
 check /usr/sbin/sshd openssh-server
 check /usr/lib/openssh/sftp-server openssh-sftp-server
+# OpenSSH's regression suite, run against both servers (test/regress/run.sh)
+check /usr/lib/openssh/regress/test-exec.sh openssh-tests
+check unshare util-linux
 # config: docs/offload-sshd.{service,socket} checked with systemd-analyze verify
 check systemd-analyze systemd
 check ssh-audit ssh-audit
@@ -142,6 +145,15 @@ elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
 	echo "not root and OFFLOAD_REQUIRE_TOOLS=1: debootstrap and chroot need root"; exit 1
 else
 	echo "skipped: not root (debootstrap and chroot need root)"
+fi
+
+step "OpenSSH's regression suite against /usr/sbin/sshd and offload sshd (test/regress/run.sh)"
+if [ "$(id -u)" = 0 ] && [ -f /usr/lib/openssh/regress/test-exec.sh ] && [ -x /usr/sbin/sshd ]; then
+	test/regress/run.sh
+elif [ "${OFFLOAD_REQUIRE_TOOLS:-}" = 1 ]; then
+	echo "test/regress/run.sh needs root, openssh-tests and openssh-server, and OFFLOAD_REQUIRE_TOOLS=1"; exit 1
+else
+	echo "skipped: needs root (it creates a throwaway user), openssh-tests and openssh-server"
 fi
 
 step "race detector on the concurrent code"

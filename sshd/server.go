@@ -39,7 +39,13 @@ type Server struct {
 
 	startups atomic.Int64 // connections not yet authenticated
 	nextID   atomic.Uint64
+	failed   atomic.Int64 // in-process connections that ended before a login
 }
+
+// FailedBeforeLogin counts the connections served in this process whose
+// key exchange or authentication failed (inetd mode exits 255 after one,
+// as sshd -i does).
+func (s *Server) FailedBeforeLogin() int64 { return s.failed.Load() }
 
 // NewServer checks cfg and prepares the host keys and algorithm lists.
 func NewServer(cfg *Config) (*Server, error) {
@@ -308,6 +314,7 @@ func (c *conn) serve() {
 	tc, err := c.srv.tr.Handshake(c.nc)
 	if err != nil {
 		c.logEnd("handshake", err)
+		c.srv.failed.Add(1)
 		c.penalize(auth.Summary{}, grace.cause(err))
 		return
 	}
@@ -331,6 +338,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	l.Close() // the PAM transaction and any keyboard-interactive dialog
 	if err != nil {
 		c.logEnd("authentication", err)
+		c.srv.failed.Add(1)
 		c.penalize(l.Summary(), grace.cause(err))
 		tc.Close()
 		return

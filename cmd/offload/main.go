@@ -92,7 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "offload %s: %v\n", args[0], err)
 		return 2
 	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status) // the detached daemon's own status; it said why
+	}
 	fmt.Fprintf(stderr, "offload %s: %v\n", args[0], err)
+	if args[0] == "sshd" {
+		return 255 // as sshd's fatal(): RestartPreventExitStatus=255 keeps systemd from restarting a broken configuration
+	}
 	return 1
 }
 

@@ -14,7 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	sshd.RunChild()
 	runKeeperIfAsked()
-	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" {
+	if os.Getenv("OFFLOAD_TEST_MAIN") == "1" || os.Getenv(detachEnv) != "" { // a daemon offload sshd detached is offload too
 		os.Unsetenv("OFFLOAD_TEST_MAIN")
 		main()
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/config"
 	"github.com/offload/offload/sshd/sshlog"
+	"github.com/offload/offload/sshd/transport"
 )
 
 // DefaultSshdConfig is read when -f is not given and the file exists.
@@ -33,12 +35,18 @@ type sshdOptions struct {
 	inetd           bool     // -i
 	stderr          bool     // -e: log to stderr even with SyslogFacility
 	logFile         string   // -E
+	foreground      bool     // -D: do not detach
+	daemonized      bool     // this process is the daemon detach started
+	ready           func()   // tells the command that detached that the daemon serves
 	shutdownTimeout time.Duration
 	cpuProfile      string // -cpuprofile
 
 	level *slog.LevelVar // the log level, which a reload may change
 	log   *slog.Logger   // where configuration warnings go, once set
 }
+
+// errVersionShown ends offload sshd -V with status 0.
+var errVersionShown = errors.New("version shown")
 
 // listFlag collects a repeatable string flag.
 type listFlag []string
@@ -75,12 +83,13 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 	fs.Var(countFlag{&o.debug}, "d", "debug: stay in the foreground and log at debug level to stderr")
 	fs.BoolVar(&o.inetd, "i", false, "inetd mode: serve one connection on stdin/stdout")
 	fs.StringVar(&o.logFile, "E", "", "append logs to `file` instead of stderr")
-	fs.Bool("D", false, "accepted for sshd compatibility: offload sshd always runs in the foreground")
+	fs.BoolVar(&o.foreground, "D", false, "do not detach: stay in the foreground (without -D, -d, -i, -t or -T, offload sshd becomes a daemon once it listens)")
 	fs.BoolVar(&o.stderr, "e", false, "log to stderr even when SyslogFacility sends logs to syslog")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long sessions may finish before they are disconnected")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, in the in-process mode (PrivilegeSeparation no), how long sessions may finish before they are disconnected; a separated server hands them to a session keeper")
+	version := fs.Bool("V", false, "print the version and exit")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the server's whole run to `file` (for benchmarks)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T [-C spec]] [-d] [-e] [-i] [-E logfile]")
+		fmt.Fprintln(stderr, "usage: offload sshd [-f file] [-o Keyword=value]... [-p port]... [-t | -T [-C spec]] [-D] [-d] [-e] [-i] [-E logfile]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(sshdArgs(args)); err != nil {
@@ -88,6 +97,11 @@ func parseSshdFlags(args []string, stderr io.Writer) (*sshdOptions, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *version {
+		// as sshd -V: the version on stderr, status 0
+		fmt.Fprintf(stderr, "offload %s (%s)\n", Version, transport.DefaultVersion)
+		return nil, errVersionShown
 	}
 	if o.test && o.print {
 		o.test = false // -T checks too
@@ -121,7 +135,7 @@ func sshdArgs(args []string) []string {
 			out = append(out, a)
 		case strings.IndexByte("fopEC", a[1]) >= 0 && a[2] != '=':
 			out = append(out, a[:2], a[2:])
-		case strings.Trim(a[1:], "dDeitT") == "":
+		case strings.Trim(a[1:], "dDeitTV") == "":
 			for _, c := range a[1:] {
 				out = append(out, "-"+string(c))
 			}
@@ -154,9 +168,16 @@ func (o *sshdOptions) loadConfig() (*config.Config, error) {
 // sshd_config-style file.
 func cmdSshd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseSshdFlags(args, stderr)
+	if errors.Is(err, errVersionShown) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	if o.detaches() {
+		return detach(stderr)
+	}
+	o.daemonized, o.ready = detachedReady()
 	log, closeLog, err := o.logger(stderr)
 	if err != nil {
 		return err
@@ -212,7 +233,8 @@ func (o *sshdOptions) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 // logHandler is where logs go, and in which format: OpenSSH's lines
 // (sshlog) with the syslog time, host and sshd[PID] prefix in a -E file,
 // bare on a stderr that journald reads (JOURNAL_STREAM set; journald adds
-// the prefix itself) and in syslog with SyslogFacility, so that fail2ban
+// the prefix itself) and in syslog with SyslogFacility or when detached
+// (without -D, -d or -e: SyslogFacility's default, AUTH), so that fail2ban
 // and other readers of sshd logs read offload's; otherwise slog's text
 // format on stderr. The handler takes every level: the caller's filter
 // decides.
@@ -226,7 +248,11 @@ func (o *sshdOptions) logHandler(stderr io.Writer, c *config.Config) (slog.Handl
 		return sshlog.NewHandler(f, &sshlog.Options{Format: sshlog.Syslog, Level: all}), func() { f.Close() }, nil
 	}
 	toStderr := o.debug > 0 || o.stderr || o.test || o.print || o.inetd || c == nil
-	if fac := syslogFacility(c); !toStderr && fac != "" {
+	fac := syslogFacility(c)
+	if o.daemonized && c != nil && fac == "" {
+		fac = strings.ToUpper(c.SyslogFacility) // a detached daemon logs to syslog, AUTH by default, as sshd
+	}
+	if !toStderr && fac != "" {
 		rt, closeFn, err := newFacilityRouter(fac, "", "") // internal-sftp -f: its own facility
 		if err != nil {
 			return nil, nil, err
@@ -283,7 +309,7 @@ func printConfig(ctx context.Context, stdout io.Writer, eff *config.Config, log 
 		return err
 	}
 	defer reg.Close()
-	keys, err := openHostKeys(ctx, eff, reg)
+	keys, err := openHostKeys(ctx, eff, reg, log)
 	if err != nil {
 		return err
 	}
@@ -300,7 +326,9 @@ func printConfig(ctx context.Context, stdout io.Writer, eff *config.Config, log 
 }
 
 // serveInetd serves the one connection on stdin/stdout (-i). SIGTERM
-// disconnects it.
+// disconnects it. A connection that ends before a login (a client of
+// another protocol version, a failed key exchange or authentication)
+// ends the command with status 255, as sshd -i.
 func serveInetd(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
 	g, err := loadGeneration(ctx, o, nil, nil, log)
 	if err != nil {
@@ -321,5 +349,9 @@ func serveInetd(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
 	g.srv.ServeConn(nc)
 	close(done)
 	g.srv.Shutdown(context.Background())
-	return g.reg.Close()
+	err = g.reg.Close()
+	if g.srv.FailedBeforeLogin() > 0 {
+		return exitStatus(255) // as sshd -i: the log says why
+	}
+	return err
 }

@@ -52,7 +52,7 @@ func loadGeneration(ctx context.Context, o *sshdOptions, metrics *provider.Metri
 
 func (g *generation) open(ctx context.Context, o *sshdOptions, stats *daemonStats, log *slog.Logger) error {
 	var err error
-	if g.keys, err = openHostKeys(ctx, g.cfg, g.reg); err != nil {
+	if g.keys, err = openHostKeys(ctx, g.cfg, g.reg, log); err != nil {
 		return err
 	}
 	sc, err := serverConfig(g.cfg, g.reg, signers(g.keys), log)
@@ -147,6 +147,9 @@ func runDaemon(ctx context.Context, o *sshdOptions, log *slog.Logger) error {
 		return err
 	}
 	defer d.removePid()
+	if o.ready != nil {
+		o.ready() // detached: the command that started this daemon returns
+	}
 	d.loop(ctx)
 	return nil
 }
@@ -262,6 +265,9 @@ func (d *daemon) loop(ctx context.Context) {
 		case <-d.hup:
 			d.reload(ctx)
 		case <-ctx.Done():
+			// The PidFile goes when the listening stops, as sshd's does
+			// when its listener exits (sessions drain after it).
+			d.removePid()
 			d.log.Info("shutting down: no new connections; waiting for sessions", "timeout", d.o.shutdownTimeout)
 			d.stop(d.o.shutdownTimeout)
 			return
@@ -328,6 +334,7 @@ func (d *daemon) reload(ctx context.Context) {
 	d.log.Info("SIGHUP: reloading configuration", "file", d.o.file)
 	d.notifyErr(d.notify.Reloading())
 	defer func() { d.notifyErr(d.notify.Ready("serving")) }()
+	defer d.rewritePid()
 	g, err := loadGeneration(ctx, d.o, d.metrics, &d.stats, d.log)
 	if err != nil {
 		d.refuse(err)
@@ -353,9 +360,6 @@ func (d *daemon) reload(ctx context.Context) {
 			d.log.Error("metrics listener unchanged", "err", err)
 		}
 	}
-	if old.cfg.PidFile != g.cfg.PidFile {
-		d.log.Warn("PidFile changes take effect at the next restart")
-	}
 	d.o.setLevel(g.cfg)
 	d.log.Info("configuration reloaded", "hostkeys", configSummary(g.cfg, g.keys))
 	d.retired.Add(1)
@@ -364,6 +368,24 @@ func (d *daemon) reload(ctx context.Context) {
 		old.retire()
 		d.forget(old)
 	}()
+}
+
+// rewritePid writes the PidFile again after a reload, where the
+// configuration now in force says, as sshd's re-exec on SIGHUP does
+// (scripts wait for the file to appear again); a file at a former path is
+// removed.
+func (d *daemon) rewritePid() {
+	d.mu.Lock()
+	path := d.cur.cfg.PidFile
+	d.mu.Unlock()
+	d.removePid()
+	rm, err := writePidFile(path)
+	if err != nil {
+		d.log.Error("reload: PidFile not written", "err", err)
+		d.removePid = func() {}
+		return
+	}
+	d.removePid = rm
 }
 
 // startMetrics serves /metrics on addr ("" for nowhere) in place of the

@@ -227,7 +227,7 @@ func keeperConfig(ctx context.Context, o *sshdOptions, log *slog.Logger) (*sshd.
 		log.Error("session keeper: providers; key re-exchanges will fail", "err", err)
 		return fallback, func() {}
 	}
-	keys, err := openHostKeys(ctx, c, reg)
+	keys, err := openHostKeys(ctx, c, reg, log)
 	if err != nil {
 		log.Error("session keeper: host keys; key re-exchanges will fail", "err", err)
 		return &sshd.Config{Logger: log, Registry: reg}, func() { reg.Close() }

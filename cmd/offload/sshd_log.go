@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"log/syslog"
 	"strings"
+	"sync"
 )
 
 // levelHandler filters records below a level before an inner handler
@@ -49,24 +50,47 @@ var syslogPriorities = map[string]syslog.Priority{
 
 // syslogWriter sends sshlog's Bare lines (one write per record) to the
 // system log (/dev/log) with a facility, as sshd does, at the severity
-// the line's OpenSSH prefix names ("error: ", "debug1: ", else info).
-type syslogWriter struct{ w *syslog.Writer }
+// the line's OpenSSH prefix names ("error: ", "debug1: ", else info). A
+// system log that cannot be reached (no /dev/log in a container) stops
+// nothing: the writer connects on first use and again after a failure,
+// and drops the lines meanwhile, as sshd's syslog(3) does.
+type syslogWriter struct {
+	prio          syslog.Priority
+	network, addr string
+	mu            sync.Mutex
+	w             *syslog.Writer // nil while not connected
+}
 
-// newSyslogWriter connects to the system log; network and addr name
-// another syslog socket ("" and "": the local /dev/log).
+// newSyslogWriter returns a writer to the system log; network and addr
+// name another syslog socket ("" and "": the local /dev/log). Only an
+// unknown facility is an error.
 func newSyslogWriter(facility, network, addr string) (*syslogWriter, error) {
 	p, ok := syslogPriorities[strings.ToUpper(facility)]
 	if !ok {
 		return nil, fmt.Errorf("SyslogFacility %q: unknown facility", facility)
 	}
-	w, err := syslog.Dial(network, addr, p|syslog.LOG_INFO, "sshd")
-	if err != nil {
-		return nil, fmt.Errorf("SyslogFacility %s: %w", facility, err)
+	s := &syslogWriter{prio: p | syslog.LOG_INFO, network: network, addr: addr}
+	s.mu.Lock()
+	s.connect()
+	s.mu.Unlock()
+	return s, nil
+}
+
+// connect dials the system log; s.mu is held.
+func (s *syslogWriter) connect() {
+	if w, err := syslog.Dial(s.network, s.addr, s.prio, "sshd"); err == nil {
+		s.w = w
 	}
-	return &syslogWriter{w}, nil
 }
 
 func (s *syslogWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		if s.connect(); s.w == nil {
+			return len(b), nil // no system log: dropped
+		}
+	}
 	msg := strings.TrimSuffix(string(b), "\n")
 	var err error
 	switch {
@@ -77,7 +101,20 @@ func (s *syslogWriter) Write(b []byte) (int, error) {
 	default:
 		err = s.w.Info(msg)
 	}
-	return len(b), err
+	if err != nil {
+		s.w.Close()
+		s.w = nil
+	}
+	return len(b), nil
 }
 
-func (s *syslogWriter) Close() error { return s.w.Close() }
+func (s *syslogWriter) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return nil
+	}
+	err := s.w.Close()
+	s.w = nil
+	return err
+}

@@ -198,24 +198,43 @@ type hostKey struct {
 // HostKey line it opens those of sshd's default files
 // (config.DefaultHostKeys) that it can, skipping the others as sshd does;
 // none at all is an error: an ephemeral key would change at each start.
-func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry) ([]hostKey, error) {
+// A configured key that cannot be opened is logged and skipped, as sshd
+// does; the start fails when no key remains.
+func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry, log *slog.Logger) ([]hostKey, error) {
 	defaults := !c.IsSet("HostKey")
 	var out []hostKey
+	var failed []string
 	for _, ref := range c.HostKeys {
 		s, p, err := reg.OpenSigner(ctx, ref)
 		if err != nil && defaults {
 			continue // a default key that does not exist or cannot be read
 		}
 		if err != nil {
-			return nil, fmt.Errorf("HostKey %s: %w", provider.RedactRef(ref), err)
+			msg := fmt.Sprintf("HostKey %s: %v", provider.RedactRef(ref), err)
+			failed = append(failed, msg)
+			if log != nil {
+				log.Error("unable to load host key, skipped", "err", msg)
+			}
+			continue
 		}
 		out = append(out, hostKey{ref: ref, signer: s, provider: p.Name()})
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no HostKey configured (a key file, or a pkcs11: URI), and none of %s can be read",
-			strings.Join(c.HostKeys, ", "))
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case len(failed) > 0:
+		return nil, fmt.Errorf("no host keys available: %s", strings.Join(failed, "; "))
 	}
-	return out, nil
+	return nil, fmt.Errorf("no HostKey configured (a key file, or a pkcs11: URI), and none of %s can be read",
+		strings.Join(redactRefs(c.HostKeys), ", "))
+}
+
+func redactRefs(refs []string) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = provider.RedactRef(r)
+	}
+	return out
 }
 
 func signers(keys []hostKey) []crypto.Signer {

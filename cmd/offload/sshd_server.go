@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -28,8 +29,10 @@ import (
 // keyword of sshd/config's table lands here or in the daemon
 // (daemonView); TestNoKeywordIgnored fails for one that lands nowhere.
 
-// maxBannerSize bounds the Banner file, which is sent before login.
-const maxBannerSize = 64 << 10
+// maxBannerSize bounds the Banner file, which is sent before login in
+// one packet: it leaves room in the 256 KiB packets OpenSSH's clients
+// take (a 100,000-byte banner, OpenSSH's regress banner test, is sent).
+const maxBannerSize = 192 << 10
 
 // serverConfig translates a parsed configuration into the server's
 // Config. Lists not set in the file stay nil so that the server picks its
@@ -234,7 +237,11 @@ func authConfig(c *config.Config, log *slog.Logger) (*auth.Config, error) {
 	}
 	if c.Banner != "" {
 		b, err := readBanner(c.Banner)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// as sshd: a missing banner file means no banner
+			log.Debug("Banner file missing: no banner is sent", "file", c.Banner)
+		case err != nil:
 			return nil, err
 		}
 		a.Banner = b
@@ -258,12 +265,14 @@ func readBanner(path string) (string, error) {
 		return "", fmt.Errorf("Banner: %w", err)
 	}
 	defer f.Close()
-	b := make([]byte, maxBannerSize+1)
-	n, _ := f.Read(b)
-	if n > maxBannerSize {
+	b, err := io.ReadAll(io.LimitReader(f, maxBannerSize+1))
+	if err != nil {
+		return "", fmt.Errorf("Banner: %w", err)
+	}
+	if len(b) > maxBannerSize {
 		return "", fmt.Errorf("Banner %s: larger than %d bytes", path, maxBannerSize)
 	}
-	return string(b[:n]), nil
+	return string(b), nil
 }
 
 // connectionConfig translates the connection-layer keywords.

@@ -48,7 +48,7 @@ func TestSshdSignals(t *testing.T) {
 	dir := t.TempDir()
 	pid := filepath.Join(dir, "pid")
 	cfg := writeConfig(t, "ListenAddress 127.0.0.1:0\nPidFile "+pid+"\n")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSshdSignalHelper$", "--", "sshd", "-f", cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSshdSignalHelper$", "--", "sshd", "-D", "-f", cfg)
 	cmd.Env = append(os.Environ(), helperEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

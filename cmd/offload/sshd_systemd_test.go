@@ -114,7 +114,7 @@ func TestSocketActivation(t *testing.T) {
 	}
 	// sh sets LISTEN_PID to its own pid, which exec keeps.
 	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=ssh:ssh-alt exec "$0" "$@"`,
-		exe, "sshd", "-f", cfg, "-shutdown-timeout", "2s")
+		exe, "sshd", "-D", "-f", cfg, "-shutdown-timeout", "2s")
 	cmd.Env = append(os.Environ(), "OFFLOAD_TEST_MAIN=1", "NOTIFY_SOCKET="+notify)
 	cmd.ExtraFiles = files
 	stderr := &sshtest.LogBuffer{}
@@ -175,7 +175,7 @@ func TestSocketActivationNotAListener(t *testing.T) {
 	}
 	defer f.Close()
 	exe, _ := os.Executable()
-	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=ssh exec "$0" "$@"`, exe, "sshd", "-f", cfg)
+	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=ssh exec "$0" "$@"`, exe, "sshd", "-D", "-f", cfg)
 	cmd.Env = append(os.Environ(), "OFFLOAD_TEST_MAIN=1")
 	cmd.ExtraFiles = []*os.File{f}
 	out, err := cmd.CombinedOutput()

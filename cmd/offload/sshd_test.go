@@ -76,9 +76,15 @@ func TestSshdCheckBadConfig(t *testing.T) {
 }
 
 func TestSshdCheckMissingHostKey(t *testing.T) {
+	// As sshd: a HostKey that cannot be loaded is logged and skipped
+	// while another remains; with none left the start fails.
 	cfg := writeConfig(t, "HostKey /nonexistent/key\n")
-	_, _, err := runSshd("-t", "-f", cfg)
-	if err == nil || !strings.Contains(err.Error(), "HostKey /nonexistent/key") {
+	_, stderr, err := runSshd("-t", "-f", cfg)
+	if err != nil || !strings.Contains(stderr, "unable to load host key") || !strings.Contains(stderr, "/nonexistent/key") {
+		t.Fatalf("err = %v, log:\n%s", err, stderr)
+	}
+	_, _, err = runSshd("-t", "-f", cfg, "-o", "HostKey=/nonexistent/key")
+	if err == nil || !strings.Contains(err.Error(), "no host keys available: HostKey /nonexistent/key") {
 		t.Fatalf("err = %v", err)
 	}
 	// Without HostKey, sshd's default files are used, those that can be
@@ -179,9 +185,22 @@ func TestSshdServerConfig(t *testing.T) {
 	if sc.Auth.Banner != "authorized use only\n" || !sc.Auth.IgnoreFileModes || sc.Auth.AuthorizedKeysFiles[0] != "none" {
 		t.Errorf("auth config %+v", sc.Auth)
 	}
+	// As sshd: a missing banner file is no banner (-t, -T and a start
+	// go on); one too large for a packet is an error; 100,000 bytes (as
+	// OpenSSH's regress banner test sends) is a banner.
 	c2, _ := config.Parse("f", strings.NewReader("Banner "+filepath.Join(dir, "missing")+"\n"), nil)
-	if _, err := serverConfig(c2, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "Banner") {
+	if sc, err := serverConfig(c2, nil, nil, nil); err != nil || sc.Auth.Banner != "" {
 		t.Errorf("missing banner: %v", err)
+	}
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, bytes.Repeat([]byte("abcdefghi\n"), 10000), 0o644)
+	c3, _ := config.Parse("f", strings.NewReader("Banner "+big+"\n"), nil)
+	if sc, err := serverConfig(c3, nil, nil, nil); err != nil || len(sc.Auth.Banner) != 100000 {
+		t.Errorf("100,000-byte banner: %v", err)
+	}
+	os.WriteFile(big, bytes.Repeat([]byte("x"), maxBannerSize+1), 0o644)
+	if _, err := serverConfig(c3, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized banner: %v", err)
 	}
 }
 

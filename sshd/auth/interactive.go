@@ -43,8 +43,8 @@ func (s *decider) password(ctx context.Context, req *Request) (outcome, *perm.Pe
 // none answers the "none" method: a failure (not counted when it is the
 // first request), except that the first "none" logs in an account whose
 // password is empty when PermitEmptyPasswords and PasswordAuthentication
-// allow empty passwords and AuthenticationMethods does not name the
-// methods, as OpenSSH's does (its clients send "none" first, and log in
+// allow empty passwords and AuthenticationMethods names no lists or one
+// that starts with "none", as OpenSSH's does (its clients send "none" first, and log in
 // so without asking for a password).
 func (s *decider) none(ctx context.Context) (outcome, *perm.Permissions) {
 	fail := failed
@@ -53,7 +53,7 @@ func (s *decider) none(ctx context.Context) (outcome, *perm.Permissions) {
 	}
 	first := !s.noneTried
 	s.noneTried = true
-	if !first || !s.cfg.PermitEmptyPasswords || !s.cfg.PasswordAuthentication || s.prog.lists != nil {
+	if !first || !s.cfg.PermitEmptyPasswords || !s.cfg.PasswordAuthentication || !s.prog.allowed(methodNone) {
 		return fail, nil
 	}
 	ok := s.checkPassword(ctx, "")

@@ -242,6 +242,23 @@ func TestAuthenticationMethods(t *testing.T) {
 	}
 }
 
+// TestAuthenticationMethodsNone: "none" is a method OpenSSH's
+// AuthenticationMethods accepts; a list of it alone lets no key in (only
+// an empty password, TestEmptyPasswordByNone), and offers no method.
+func TestAuthenticationMethodsNone(t *testing.T) {
+	w := shadowWorld(t, nil)
+	w.cfg.AuthenticationMethods = [][]string{{"none"}}
+	key := newEd25519(t)
+	w.authorize(authLine("", key.PublicKey()))
+	c, _ := startRun(t, w.cfg)
+	c.startService()
+	wantFailure(t, c.none(), "")
+	wantFailure(t, c.signed("ssh-ed25519", key), "")
+	if w.logged("no AuthenticationMethods left") {
+		t.Errorf("the none list was dropped as disabled:\n%s", w.logs)
+	}
+}
+
 func TestAuthenticationMethodsDisabledList(t *testing.T) {
 	w := shadowWorld(t, nil)
 	w.cfg.AuthenticationMethods = [][]string{{"publickey", "password"}} // password is off
@@ -321,6 +338,8 @@ func TestEmptyPasswordByNone(t *testing.T) {
 		{"empty, PermitEmptyPasswords no", empty, false, true, nil, false},
 		{"empty, PasswordAuthentication no", empty, true, false, nil, false},
 		{"empty, AuthenticationMethods lists", empty, true, true, [][]string{{"password"}}, false},
+		{"empty, AuthenticationMethods none", empty, true, true, [][]string{{"none"}}, true},
+		{"a password, AuthenticationMethods none", nil, true, true, [][]string{{"none"}}, false},
 		{"a password", nil, true, true, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,5 +361,22 @@ func TestEmptyPasswordByNone(t *testing.T) {
 				t.Errorf("log:\n%s", w.logs)
 			}
 		})
+	}
+}
+
+// TestUserStyle: "alice:style" (OpenSSH's BSD-auth style after the
+// name) logs in as alice, the signature covering the name as sent; the
+// style is ignored as OpenSSH's sshd ignores it without BSD auth.
+func TestUserStyle(t *testing.T) {
+	for _, name := range []string{"alice:style", "alice:"} {
+		w := newWorld(t)
+		key := newEd25519(t)
+		w.authorize(authLine("", key.PublicKey()))
+		c, ch := startRun(t, w.cfg)
+		c.user = name
+		c.startService()
+		if p := wantSuccess(t, c.signed("ssh-ed25519", key), ch); p.User != "alice" {
+			t.Fatalf("%s: logged in as %q", name, p.User)
+		}
 	}
 }

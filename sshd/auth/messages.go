@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,6 +30,11 @@ const (
 // "keyboard-interactive" only.
 type Request struct {
 	User, Service, Method string
+	// Style is what followed a colon in the user name ("alice:style"),
+	// OpenSSH's BSD-auth style: kept for the signed data, used for
+	// nothing else, as by OpenSSH's sshd on systems without BSD auth.
+	Style  string
+	styled bool // the name had a colon (an empty style too)
 
 	HasSig  bool   // publickey
 	Algo    string // publickey
@@ -55,6 +61,9 @@ func parseUserAuthRequest(p []byte) (*Request, error) {
 		User:    r.string("user name", maxUserLen),
 		Service: r.string("service name", maxNameLen),
 		Method:  r.string("method name", maxNameLen),
+	}
+	if u, style, ok := strings.Cut(req.User, ":"); ok {
+		req.User, req.Style, req.styled = u, style, true
 	}
 	switch req.Method {
 	case "publickey":
@@ -180,11 +189,19 @@ func appendPKOK(b []byte, algo string, blob []byte) []byte {
 // signedData is what a publickey signature covers (RFC 4252 §7); for
 // publickey-hostbound-v00@openssh.com the method name is its own and the
 // server host key follows the key.
+// nameSent is the user name as the client sent it, style included.
+func (req *Request) nameSent() string {
+	if !req.styled {
+		return req.User
+	}
+	return req.User + ":" + req.Style
+}
+
 func signedData(sessionID []byte, req *Request) []byte {
 	b := make([]byte, 0, 128+len(sessionID)+len(req.User)+len(req.KeyBlob)+len(req.HostKey))
 	b = wire.AppendBytes(b, sessionID)
 	b = append(b, wire.MsgUserAuthRequest)
-	b = wire.AppendString(b, req.User)
+	b = wire.AppendString(b, req.nameSent())
 	b = wire.AppendString(b, req.Service)
 	if req.Method != methodHostBound {
 		b = wire.AppendString(b, methodPublicKey)

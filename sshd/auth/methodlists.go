@@ -17,8 +17,11 @@ const (
 	authMethodsAnyTag = "any"
 )
 
-// knownMethods may appear in AuthenticationMethods.
-var knownMethods = []string{methodPublicKey, methodPassword, methodKbdInt}
+// knownMethods may appear in AuthenticationMethods. "none" is a method
+// there as in OpenSSH: it completes only as an empty password does
+// (decider.none), so a list naming it lets nobody else in; it is useful
+// as a server-wide value that Match blocks override.
+var knownMethods = []string{methodNone, methodPublicKey, methodPassword, methodKbdInt}
 
 // validateLists checks AuthenticationMethods: known methods only,
 // bounded, and "any" alone.
@@ -54,7 +57,7 @@ func (s *settings) enabledLists() [][]string {
 		ok := true
 		for _, m := range l {
 			name, sub, _ := strings.Cut(m, ":")
-			ok = ok && slices.Contains(s.methods, name) && (sub == "" || s.UsePAM)
+			ok = ok && (name == methodNone || slices.Contains(s.methods, name)) && (sub == "" || s.UsePAM)
 		}
 		if !ok {
 			s.log.Warn("auth: AuthenticationMethods list names a disabled method; skipped", "list", strings.Join(l, ","))

@@ -80,6 +80,7 @@ type conversation struct {
 	begun bool
 
 	user, service string
+	style         string // after a colon in the user name; pinned like the user
 	requests      int
 	buf           []byte
 	prompts       int  // prompts of the INFO_REQUEST awaiting a response; -1 none
@@ -243,7 +244,7 @@ var errNoPerms = errors.New("auth: success without permissions")
 // and sends the banner before the first answer.
 func (s *conversation) checkRequest(req *Request) error {
 	if s.begun {
-		if req.User != s.user || req.Service != s.service {
+		if req.User != s.user || req.Service != s.service || req.Style != s.style {
 			return s.disconnect(wire.DisconnectProtocolError, "change of user or service not allowed", ErrUserChanged)
 		}
 		return nil
@@ -256,7 +257,7 @@ func (s *conversation) checkRequest(req *Request) error {
 		return s.disconnect(wire.DisconnectIllegalUserName, "illegal user name",
 			fmt.Errorf("%w: %s", ErrIllegalUser, quote(req.User)))
 	}
-	s.user, s.service, s.begun = req.User, req.Service, true
+	s.user, s.service, s.style, s.begun = req.User, req.Service, req.Style, true
 	banner, err := s.a.Begin(s.ctx, req.User, req.Service)
 	if err != nil {
 		return s.disconnect(wire.DisconnectByApplication, "authentication unavailable", err)

@@ -318,6 +318,8 @@ func ParseConnSpec(spec string) (ConnInfo, error) {
 	for p := range strings.SplitSeq(spec, ",") {
 		k, v, ok := strings.Cut(p, "=")
 		switch {
+		case p == "":
+			// an empty field ("user=x," or "a,,b"): skipped, as sshd -C does
 		case p == "invalid-user":
 			ci.InvalidUser = true
 		case !ok:

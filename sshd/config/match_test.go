@@ -177,6 +177,12 @@ func TestParseConnSpec(t *testing.T) {
 		ci.LocalPort != want.LocalPort || ci.RDomain != want.RDomain || !ci.InvalidUser {
 		t.Errorf("ParseConnSpec = %+v, %v", ci, err)
 	}
+	// empty fields are skipped, as sshd -C does (servcfginclude, cfgmatch)
+	for _, spec := range []string{"user=alice,", "user=alice,,addr=192.0.2.1", ",user=alice"} {
+		if ci, err := ParseConnSpec(spec); err != nil || ci.User != "alice" {
+			t.Errorf("ParseConnSpec(%q) = %+v, %v", spec, ci, err)
+		}
+	}
 	for _, bad := range []string{"lport=x", "colour=blue", "user"} {
 		if _, err := ParseConnSpec(bad); err == nil {
 			t.Errorf("%q accepted", bad)

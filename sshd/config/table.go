@@ -149,7 +149,7 @@ var keywords = []*keyword{
 	pathKW("RevokedKeys", func(c *Config) *string { return &c.RevokedKeys }).perConnection().
 		supported("auth.Config.RevokedKeys").eg("/etc/ssh/revoked_keys"),
 	stringKW("SecurityKeyProvider", "internal", func(c *Config) *string { return &c.SecurityKeyProvider }).
-		refused("transport", "FIDO security-key host keys", "internal").eg("/usr/lib/libsk.so"),
+		inertUnless(func() bool { return true }, "FIDO security-key host keys: the value is kept and printed, and a sk-* HostKey is logged and skipped as one sshd cannot load").eg("/usr/lib/libsk.so"),
 	pathKW("AuthorizedPrincipalsFile", func(c *Config) *string { return &c.AuthorizedPrincipalsFile }).perConnection().
 		supported("auth.Config.AuthorizedPrincipalsFile").eg("/etc/ssh/principals/%u"),
 	commandKW("VersionAddendum", false, func(c *Config) *string { return &c.VersionAddendum }).

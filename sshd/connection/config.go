@@ -374,14 +374,22 @@ func addrsFrom(ctx context.Context, pc any) Addrs {
 // hostPort splits an address into host and port strings, with fallbacks.
 func hostPort(a net.Addr) (string, string) {
 	if a == nil {
-		return "UNKNOWN", "0"
+		return unknownHost, unknownPort
 	}
 	h, p, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return a.String(), "0"
+		return unknownHost, unknownPort
 	}
 	return h, p
 }
+
+// The endpoint of a connection that is not on a socket (inetd mode over
+// a pipe pair, as a ProxyCommand runs sshd -i), in SSH_CONNECTION and
+// SSH_CLIENT: what OpenSSH's sshd sets there, which scripts compare with.
+const (
+	unknownHost = "UNKNOWN"
+	unknownPort = "65535"
+)
 
 // QoS holds two type-of-service bytes (DSCP in the top six bits); a
 // negative one leaves the socket's as it is.

@@ -342,7 +342,10 @@ func (c *Conn) sendDisconnect(reason uint32, message string) {
 // peer with SSH_MSG_DISCONNECT first.
 func (c *Conn) fail(err error) error {
 	var de *DisconnectError
-	if errors.As(err, &de) && !de.FromPeer {
+	switch {
+	case errors.As(err, &de) && de.Text != "":
+		c.nc.Write([]byte(de.Text + "\r\n"))
+	case de != nil && !de.FromPeer:
 		c.sendDisconnect(de.Reason, de.Message)
 	}
 	c.Close()

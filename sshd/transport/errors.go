@@ -15,6 +15,10 @@ type DisconnectError struct {
 	Message  string
 	FromPeer bool
 	Err      error
+	// Text, when set, is sent instead of SSH_MSG_DISCONNECT as a line of
+	// text (CR LF added): the answer to an identification line that is
+	// none, whose sender speaks no binary packets.
+	Text string
 }
 
 func (e *DisconnectError) Error() string {

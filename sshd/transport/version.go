@@ -32,7 +32,7 @@ func readVersion(r *bufio.Reader) ([]byte, error) {
 			break
 		}
 		if len(line) >= maxVersionLine-1 {
-			return nil, &DisconnectError{Reason: wire.DisconnectProtocolVersionNotSupported, Message: "identification line too long"}
+			return nil, &DisconnectError{Reason: wire.DisconnectProtocolVersionNotSupported, Message: "identification line too long", Text: invalidIdent}
 		}
 		line = append(line, b)
 	}
@@ -40,12 +40,18 @@ func readVersion(r *bufio.Reader) ([]byte, error) {
 	return line, checkVersion(line)
 }
 
+// invalidIdent is the line of text a client whose identification line is
+// not one gets (a server cannot send binary packets to a peer that has
+// not begun the protocol): the words OpenSSH's sshd sends, which its
+// clients and scripts (the regress suite's multiplex test) look for.
+const invalidIdent = "Invalid SSH identification string."
+
 func checkVersion(line []byte) error {
 	if !bytes.HasPrefix(line, []byte("SSH-")) {
-		return &DisconnectError{Reason: wire.DisconnectProtocolVersionNotSupported, Message: "not an SSH identification line"}
+		return &DisconnectError{Reason: wire.DisconnectProtocolVersionNotSupported, Message: "not an SSH identification line", Text: invalidIdent}
 	}
 	if !bytes.HasPrefix(line, []byte("SSH-2.0-")) && !bytes.HasPrefix(line, []byte("SSH-1.99-")) {
-		return &DisconnectError{Reason: wire.DisconnectProtocolVersionNotSupported, Message: "protocol version not supported"}
+		return &DisconnectError{Reason: wire.DisconnectProtocolVersionNotSupported, Message: "protocol version not supported", Text: "Protocol version not supported: this server speaks SSH-2.0 only."}
 	}
 	for _, c := range line {
 		if c < 0x20 || c > 0x7e {

@@ -48,7 +48,7 @@ func startOffloadDaemon(t *testing.T, f *fixture, flags, env []string, lines ...
 	path := filepath.Join(f.dir, "offload_config."+port)
 	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
 	d := &daemon{port: port, stderr: &sshtest.LogBuffer{}}
-	cmd := f.command(bin, append([]string{"sshd", "-f", path, "-shutdown-timeout", "2s"}, flags...)...)
+	cmd := f.command(bin, append([]string{"sshd", "-D", "-f", path, "-shutdown-timeout", "2s"}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
 	if err := cmd.Start(); err != nil {

@@ -40,7 +40,7 @@ ab_start_offload() {
 	local bin=${1%%:*} opts=() list=() o
 	[ "$bin" != "$1" ] && IFS=, read -r -a list <<<"${1#*:}"
 	for o in "${list[@]}"; do opts+=(-o "$o"); done
-	"$bin" sshd -f "$work/offload.conf" "${opts[@]}" 2>>"$work/server.log" &
+	"$bin" sshd -D -f "$work/offload.conf" "${opts[@]}" 2>>"$work/server.log" &
 	pid=$!
 }
 

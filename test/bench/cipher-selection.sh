@@ -13,7 +13,7 @@ ssh-keygen -q -t ed25519 -N '' -f "$work/hk"; ssh-keygen -q -t ed25519 -N '' -f 
 head -c 256M /dev/urandom > "$work/payload"
 for r in $(seq "$rounds"); do for sel in client measured; do
   printf "ListenAddress 127.0.0.1\nPort 2417\nHostKey $work/hk\nAuthorizedKeysFile $work/ak\nPermitRootLogin prohibit-password\nPidFile none\nStrictModes no\nLogLevel ERROR\nCalibrationCache $work/calib\nCipherSelection $sel\n" > "$work/c"
-  "$bin" sshd -f "$work/c" 2>>"$work/log" & pid=$!
+  "$bin" sshd -D -f "$work/c" 2>>"$work/log" & pid=$!
   for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/2417) 2>/dev/null && break; sleep 0.1; done
   ssh=(ssh -q -i "$work/ck" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -p 2417 root@127.0.0.1)
   c=$("${ssh[@]}" -v true 2>&1 | grep -m1 "cipher:" | sed 's/.*cipher: //; s/ MAC.*//')

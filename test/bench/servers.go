@@ -149,7 +149,7 @@ func serverArgv(s serverSpec, sshd, offload, conf string) []string {
 	if s.OpenSSH {
 		return []string{sshd, "-D", "-e", "-f", conf}
 	}
-	return []string{offload, "sshd", "-f", conf}
+	return []string{offload, "sshd", "-D", "-f", conf}
 }
 
 // startServer writes the config and starts the server in its own process

@@ -85,7 +85,7 @@ func launchBinary(t *testing.T, bin string, a *account, dir string, wrapper []st
 	text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nLogLevel DEBUG\n%s\n", port, hostKey, strings.Join(lines, "\n"))
 	os.WriteFile(conf, []byte(text), 0o600)
 	d := &daemon{t: t, port: port, log: &sshtest.LogBuffer{}, dir: dir}
-	argv := append(append([]string(nil), wrapper...), bin, "sshd", "-f", conf, "-e", "-shutdown-timeout", "2s")
+	argv := append(append([]string(nil), wrapper...), bin, "sshd", "-D", "-f", conf, "-e", "-shutdown-timeout", "2s")
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.ExtraFiles = extra

@@ -97,6 +97,13 @@ func (c *Conn) ReadServerVersion() (string, error) {
 	return "", errors.New("rawclient: no SSH- line from the server")
 }
 
+// ReadLine reads a line of text (without CR LF): what a server sends
+// instead of packets to a peer whose identification line is none.
+func (c *Conn) ReadLine() (string, error) {
+	line, err := c.br.ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
 // Padding returns a valid padding length for a payload of n bytes under
 // the current write cipher.
 func (c *Conn) Padding(n int) int {
