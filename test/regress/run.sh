@@ -93,7 +93,7 @@ mkdir -p "$work/home" "$work/bin" "$work/results"
 chown "$user" "$work/home"
 
 if [ -z "$bin" ]; then
-	(cd "$root" && CGO_ENABLED=0 go build -o "$work/bin/offload" ./cmd/offload)
+	(cd "$root" && go build -o "$work/bin/offload" ./cmd/offload) # as shipped: with cgo (PAM, PKCS #11)
 else
 	cp "$bin" "$work/bin/offload"
 fi
