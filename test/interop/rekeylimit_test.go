@@ -237,7 +237,7 @@ func startBinary(t *testing.T, e *env, lines ...string) *server {
 	}
 	rec := &recorder{}
 	lw := &lineRecorder{r: rec}
-	cmd := exec.Command(bin, "sshd", "-f", conf, "-e", "-shutdown-timeout", "2s")
+	cmd := exec.Command(bin, "sshd", "-D", "-f", conf, "-e", "-shutdown-timeout", "2s")
 	cmd.Stdout, cmd.Stderr = lw, lw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
