@@ -105,7 +105,9 @@ type testServer struct {
 	wrapServerNC func(net.Conn) net.Conn
 }
 
-func newTestServer(t testing.TB, cfg *Config) *testServer {
+// newTestServer serves cfg on a listener of its own; each opt changes the
+// server before it serves (so a change is not a data race with accept).
+func newTestServer(t testing.TB, cfg *Config, opts ...func(*Server)) *testServer {
 	t.Helper()
 	if cfg.Registry == nil {
 		cfg.Registry = testRegistry(t)
@@ -122,6 +124,9 @@ func newTestServer(t testing.TB, cfg *Config) *testServer {
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, opt := range opts {
+		opt(srv)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -137,8 +137,9 @@ func TestNoRekeyDuringAuth(t *testing.T) {
 // bytes, far beyond a tight allowance, is delayed, never refused: its
 // data arrives intact.
 func TestClientRekeyFloodDelayed(t *testing.T) {
-	ts := newTestServer(t, &Config{})
-	ts.srv.pace = paceParams{burst: 2, bytes: 1 << 30, every: 20 * time.Millisecond}
+	ts := newTestServer(t, &Config{}, func(s *Server) {
+		s.pace = paceParams{burst: 2, bytes: 1 << 30, every: 20 * time.Millisecond}
+	})
 	cfg := clientConfig("curve25519-sha256", "chacha20-poly1305@openssh.com", "", "")
 	cfg.RekeyThreshold = 256
 	cl, _ := ts.dial(t, cfg)
