@@ -19,20 +19,9 @@ import (
 // TestSshdPKCS11HostKey checks -t and -T with the host key in a SoftHSM
 // token, reached through PKCS11Module and PKCS11PinSource.
 func TestSshdPKCS11HostKey(t *testing.T) {
-	tok := softhsmtest.NewToken(t, "sshd-cmd")
-	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Generate(context.Background(), tok.URI("hostkey"), pkcs11.Ed25519); err != nil {
-		p.Close()
-		t.Fatal(err)
-	}
-	p.Close()
-
 	// The key URI names the token and object only; the module and the PIN
 	// come from the provider keywords.
-	keyURI := (&uri.URI{Token: tok.Label, Object: "hostkey"}).String()
+	tok, keyURI := tokenHostKey(t, "sshd-cmd")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sshd_config")
 	state := filepath.Join(dir, "state")
@@ -225,4 +214,21 @@ func TestSshdPKCS11Cipher(t *testing.T) {
 	if seals == 0 {
 		t.Errorf("no aes128-gcm seals counted for pkcs11: %+v", d.metrics.Snapshot())
 	}
+}
+
+// tokenHostKey makes a SoftHSM token labelled label with an Ed25519 key
+// "hostkey" and returns it with the key's URI naming token and object
+// only (the module and PIN come from the configuration's keywords).
+func tokenHostKey(t *testing.T, label string) (*softhsmtest.Token, string) {
+	t.Helper()
+	tok := softhsmtest.NewToken(t, label)
+	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Generate(context.Background(), tok.URI("hostkey"), pkcs11.Ed25519); err != nil {
+		t.Fatal(err)
+	}
+	return tok, (&uri.URI{Token: tok.Label, Object: "hostkey"}).String()
 }
