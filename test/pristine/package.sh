@@ -40,6 +40,7 @@ package_test() {
 		test -x /usr/bin/offload
 		test -f /lib/systemd/system/offload-sshd.service
 		test -f /lib/systemd/system/offload-sshd.socket
+		test -f /etc/pam.d/offload-sshd
 		for m in man1/offload.1 man8/offload-sshd.8 man5/offload-sshd_config.5; do test -f /usr/share/man/$m.gz; done
 		getent passwd sshd
 		for t in ed25519 ecdsa rsa; do
@@ -67,9 +68,21 @@ package_test() {
 		for i in \$(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 		out=\$(ssh -p $port -o BatchMode=yes -o StrictHostKeyChecking=yes root@127.0.0.1 echo offload-package-ok </dev/null) || { cat /tmp/offload-sshd.log; exit 1; }
 		[ \"\$out\" = offload-package-ok ] || { echo \"ssh printed: \$out\"; cat /tmp/offload-sshd.log; exit 1; }
+		# a password through PAM (/etc/pam.d/offload-sshd, UsePAM yes), as a
+		# throwaway user; the password comes from an askpass program, never argv
+		useradd -m -s /bin/sh pamuser
+		pw=\$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \\n')
+		echo \"pamuser:\$pw\" | chpasswd
+		printf '#!/bin/sh\\ncat /root/pamuser.pw\\n' >/root/askpass; chmod 700 /root/askpass
+		(umask 077; echo \"\$pw\" >/root/pamuser.pw)
+		out=\$(SSH_ASKPASS=/root/askpass SSH_ASKPASS_REQUIRE=force setsid -w ssh -p $port -o PreferredAuthentications=password -o PubkeyAuthentication=no -o StrictHostKeyChecking=yes -o NumberOfPasswordPrompts=1 pamuser@127.0.0.1 'echo \$(id -un)-ok' </dev/null) || { cat /tmp/offload-sshd.log; exit 1; }
+		[ \"\$out\" = pamuser-ok ] || { echo \"ssh printed: \$out\"; cat /tmp/offload-sshd.log; exit 1; }
+		rm -f /root/pamuser.pw /root/askpass
+		# the session's processes end just after the client's exit
+		for i in \$(seq 50); do userdel -r pamuser 2>/dev/null && break; sleep 0.1; done
 		kill -TERM \$(cat /tmp/offload-sshd.pid)
 		wait \$(cat /tmp/offload-sshd.pid) || true"
-	say "package: logged in with ssh (host key checked against /etc/offload/ssh_host_ed25519_key.pub); stopped"
+	say "package: logged in with ssh (host key checked against /etc/offload/ssh_host_ed25519_key.pub), and with a password through /etc/pam.d/offload-sshd; stopped"
 
 	rm -f "$r/etc/offload/sshd_config.d/ci.conf"
 	say "package: dpkg -r, then dpkg -P"
@@ -79,6 +92,7 @@ package_test() {
 		test -f /etc/offload/sshd_config   # a conffile: kept until purge
 		dpkg -P offload
 		test ! -e /etc/offload
+		test ! -e /etc/pam.d/offload-sshd
 		test ! -e /var/lib/offload
 		test ! -e /var/cache/offload
 		if dpkg -s offload >/dev/null 2>&1; then exit 1; fi
