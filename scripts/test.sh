@@ -37,6 +37,7 @@ check /usr/lib/openssh/sftp-server openssh-sftp-server
 # OpenSSH's regression suite, run against both servers (test/regress/run.sh)
 check /usr/lib/openssh/regress/test-exec.sh openssh-tests
 check unshare util-linux
+check sudo sudo
 # config: docs/offload-sshd.{service,socket} checked with systemd-analyze verify
 check systemd-analyze systemd
 check ssh-audit ssh-audit

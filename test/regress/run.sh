@@ -44,8 +44,8 @@ shift $((OPTIND - 1))
 #   keygen-change keygen-comment keygen-convert keygen-knownhosts
 #   keygen-moduli keygen-sshfp knownhosts knownhosts-command krl
 #   localcommand percent sshcfgparse sshsig ssh-com*;
-#   need sudo/root (skip as an ordinary user with both servers):
-#   agent-getpeereid hostbased keys-command principals-command sftp-chroot;
+#   hostbased: needs the machine's own host key and name set up for
+#   host-based authentication (TEST_SSH_HOSTBASED_AUTH), outside a test;
 #   need DNS (SSHFP records): sshfp-connect;
 #   need a PKCS #11 token in the agent: agent-pkcs11;
 #   slow and about ciphers' speed only: cipher-speed.
@@ -57,6 +57,12 @@ reconfigure dynamic-forward forwarding multiplex reexec brokenkeys cfgparse
 cfgmatch addrmatch forcecommand portnum multipubkey cert-file cfginclude
 servcfginclude allow-deny-users authinfo channel-timeout connection-timeout
 putty-kex putty-ciphers"
+# Tests that need root (SUDO=sudo): the servers then run as root, with
+# privilege separation and PAM, as in a deployment. Each gets its own /run
+# (a tmpfs in its mount namespace: the tests name files there by $$, which
+# PID namespaces make equal).
+ROOT_TESTS="sftp-chroot keys-command principals-command agent-getpeereid"
+TESTS="$TESTS $ROOT_TESTS"
 # Server-side tests left out of the default (CI) set for time: each loops
 # over every key type, cipher, MAC or key exchange, or moves hundreds of
 # megabytes, and takes minutes per server on 2 CPUs. -a runs them too.
@@ -70,7 +76,7 @@ die() { echo "regress: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root: it creates a throwaway user to run the suite as"
 [ -f "$src/test-exec.sh" ] || die "$src/test-exec.sh missing: apt-get install openssh-tests"
 [ -x /usr/sbin/sshd ] || die "/usr/sbin/sshd missing: apt-get install openssh-server"
-for t in unshare setpriv ip timeout useradd; do
+for t in unshare setpriv ip timeout useradd sudo; do
 	command -v $t >/dev/null || die "$t missing"
 done
 
@@ -79,6 +85,7 @@ work=$(mktemp -d /tmp/offload-regress.XXXXXX)
 chmod 755 "$work"
 user=offreg$$
 cleanup() {
+	rm -f "/etc/sudoers.d/$user"
 	userdel "$user" 2>/dev/null || true
 	if [ "$keep" = 1 ]; then
 		echo "regress: logs kept in $work" >&2
@@ -90,6 +97,11 @@ trap cleanup EXIT
 useradd -M -N -g nogroup -d "$work/home" -s /bin/sh "$user" 2>/dev/null ||
 	useradd -M -d "$work/home" -s /bin/sh "$user"
 mkdir -p "$work/home" "$work/bin" "$work/results"
+# OpenSSH's suite runs its root tests through sudo (README.regress: SUDO);
+# the rule lives as long as the throwaway user.
+echo "$user ALL=(ALL:ALL) NOPASSWD: ALL" >"$work/sudoers"
+visudo -cqf "$work/sudoers" || die "visudo refused the rule for $user"
+install -m 0440 "$work/sudoers" "/etc/sudoers.d/$user"
 chown "$user" "$work/home"
 
 if [ -z "$bin" ]; then
@@ -121,20 +133,21 @@ chown -R "$user" "$work/template"
 # change of user): when timeout kills unshare, it dies, and with it every
 # process of the namespace.
 as_user() {
-	local limit=$1 dir=$2 sshd=$3 script=$4
+	local limit=$1 dir=$2 sshd=$3 script=$4 sudo=${5:-} run=""
+	[ -n "$sudo" ] && run='mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -m 0755 /run/sshd && '
 	timeout -k 5 "$limit" unshare --mount --net --pid --fork --kill-child --mount-proc \
-		sh -c 'ip link set lo up && { [ ! -f /etc/motd ] || mount --bind /dev/null /etc/motd; } && "$@"' sh \
+		sh -c "ip link set lo up && { [ ! -f /etc/motd ] || mount --bind /dev/null /etc/motd; } && $run"'"$@"' sh \
 		setpriv --reuid "$user" --regid "$(id -g "$user")" --init-groups \
 		env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME="$work/home" \
 		USER="$user" LOGNAME="$user" LANG=C.UTF-8 \
-		OBJ="$dir" BUILDDIR="$dir" SUDO= TEST_SHELL=sh TEST_SSH_SSH=ssh \
+		OBJ="$dir" BUILDDIR="$dir" SUDO="$sudo" TEST_SHELL=sh TEST_SSH_SSH=ssh \
 		TEST_SSH_SSHD="$sshd" TEST_SSH_SFTPSERVER=/usr/lib/openssh/sftp-server \
 		TEST_SSH_PLINK=plink TEST_SSH_PUTTYGEN=puttygen TEST_SSH_CONCH=conch3 \
 		TEST_SSH_IPV6=yes TEST_SSH_ECC=yes TEST_SSH_UNSAFE_PERMISSIONS=1 \
 		sh "$dir/test-exec.sh" "$dir" "$script" </dev/null
 }
 export -f as_user
-export work user limit
+export work user limit ROOT_TESTS
 
 as_user 900 "$work/template" /usr/sbin/sshd "$work/noop.sh" >"$work/template.log" 2>&1 ||
 	{ cat "$work/template.log" >&2; die "key set-up failed"; }
@@ -144,7 +157,8 @@ as_user 900 "$work/template" /usr/sbin/sshd "$work/noop.sh" >"$work/template.log
 # cgroup where the system has one, else "-": wall time on a busy machine
 # says little about what the step costs on an idle one).
 one() {
-	local server=$1 test=$2 sshd=/usr/sbin/sshd dir status t0 rc=0 cg="" cpu=-
+	local server=$1 test=$2 sshd=/usr/sbin/sshd dir status t0 rc=0 cg="" cpu=- sudo=""
+	case " $ROOT_TESTS " in *" $test "*) sudo=sudo ;; esac
 	[ "$server" = offload ] && sshd=$work/bin/offload-sshd
 	dir=$work/run/$server/$test
 	mkdir -p "$(dirname "$dir")"
@@ -154,7 +168,7 @@ one() {
 	fi
 	t0=$(date +%s)
 	bash -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; as_user "$@"' _ "$cg" \
-		"$limit" "$dir" "$sshd" "$dir/$test.sh" >"$dir.out" 2>&1 || rc=$?
+		"$limit" "$dir" "$sshd" "$dir/$test.sh" "$sudo" >"$dir.out" 2>&1 || rc=$?
 	if [ -n "$cg" ]; then
 		cpu=$(awk '{printf "%.1f", $1 / 1e9}' "$cg/cpuacct.usage")
 		for _ in 1 2 3 4 5; do rmdir "$cg" 2>/dev/null && break; sleep 1; done
