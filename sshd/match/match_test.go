@@ -88,7 +88,8 @@ func TestUser(t *testing.T) {
 		{"alice", "", "*@192.0.2.0/24", a, true}, {"alice", "h.example.com", "a*@*.EXAMPLE.com", a, true},
 		{"alice", "h.example.com", "a*@*,!h.example.com", a, false}, {"alice", "", "a*@*,!192.0.2.10", a, false},
 		{"alice", "", "a*@*", netip.Addr{}, false}, {"alice", "", "alice", netip.Addr{}, true},
-		{"alice", "", "alice@192.0.2.1/24,*", a, false},
+		{"alice", "", "alice@192.0.2.1/24,*", a, false}, {"x,!root", "", "*,!root", a, true},
+		{"root", "", "*,!root", a, false}, // the user part is one pattern: ',' and '!' are plain
 	} {
 		if got := User(tc.name, tc.host, tc.addr, tc.pattern); got != tc.want {
 			t.Errorf("User(%q, %q, %v, %q) = %v", tc.name, tc.host, tc.addr, tc.pattern, got)
