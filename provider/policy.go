@@ -79,8 +79,8 @@ func (d DenyEntry) String() string {
 	return d.Algorithm + "=" + d.Provider
 }
 
-// ParsePin parses "alg=provider".
-func ParsePin(s string) (alg, prov string, err error) {
+// parsePin parses "alg=provider".
+func parsePin(s string) (alg, prov string, err error) {
 	alg, prov, ok := strings.Cut(strings.TrimSpace(s), "=")
 	alg, prov = strings.TrimSpace(alg), strings.TrimSpace(prov)
 	if !ok || alg == "" || prov == "" {
@@ -126,7 +126,7 @@ func checkProviderSpec(entry, spec string) error {
 func ParsePins(s string) (map[string]string, error) {
 	pins := map[string]string{}
 	for _, f := range splitList(s) {
-		alg, prov, err := ParsePin(f)
+		alg, prov, err := parsePin(f)
 		if err != nil {
 			return nil, err
 		}

@@ -123,16 +123,6 @@ type Config struct {
 	testHooks *testHooks
 }
 
-// ConfigFromURI returns a Config for the single token a URI names (with
-// its module and PIN attributes).
-func ConfigFromURI(s string) (Config, error) {
-	u, err := uri.Parse(s)
-	if err != nil {
-		return Config{}, err
-	}
-	return Config{Tokens: []*uri.URI{u.TokenOnly()}}, nil
-}
-
 func (c *Config) name() string {
 	if c.Name != "" {
 		return c.Name

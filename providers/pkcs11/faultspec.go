@@ -10,17 +10,10 @@ import (
 // CKR_* values the fault injector is most often asked for, usable in
 // builds without cgo (the names follow PKCS #11; see ParseCKR for the rest).
 const (
-	CKRGeneralError         uint = 0x05
-	CKRFunctionFailed       uint = 0x06
 	CKRDeviceError          uint = 0x30
 	CKRDeviceMemory         uint = 0x31
 	CKRDeviceRemoved        uint = 0x32
-	CKRKeyHandleInvalid     uint = 0x60
-	CKRObjectHandleInvalid  uint = 0x82
-	CKRSessionClosed        uint = 0xB0
 	CKRSessionHandleInvalid uint = 0xB3
-	CKRTokenNotPresent      uint = 0xE0
-	CKRUserNotLoggedIn      uint = 0x101
 )
 
 // ckrNames are the CKR_* values ParseCKR knows by name: those the
