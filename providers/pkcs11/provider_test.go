@@ -527,3 +527,17 @@ func TestAEADInPlaceSmall(t *testing.T) {
 		t.Fatalf("in place: %q, %v", pt, err)
 	}
 }
+
+// TestCheckSpec: the registry asks the provider about pin and deny specs;
+// a pkcs11: URI must parse, anything else is not its business.
+func TestCheckSpec(t *testing.T) {
+	var p Provider
+	for spec, ok := range map[string]bool{
+		"pkcs11:token=web": true, "pkcs11:token=web;serial=1": true, "cpu": true, "pkcs11": true,
+		"pkcs11:token=web;serail=1": false, "pkcs11:token=web?unknown=1": false, "PKCS11:tokn=x": false,
+	} {
+		if err := p.CheckSpec(spec); (err == nil) != ok {
+			t.Errorf("CheckSpec(%q) = %v", spec, err)
+		}
+	}
+}
