@@ -166,17 +166,6 @@ func Algorithms() []*Algorithm {
 	return append([]*Algorithm(nil), catalog...)
 }
 
-// AlgorithmsOf returns the catalog entries of one family in table order.
-func AlgorithmsOf(f Family) []*Algorithm {
-	var out []*Algorithm
-	for _, a := range catalog {
-		if a.Family == f {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // Names returns the sorted names of every catalog entry.
 func Names() []string {
 	out := make([]string, 0, len(catalog))

@@ -48,9 +48,11 @@
 // SetPolicy and a warning for New and Register (the provider may come
 // later); so is a pin a provider cannot serve yet (PendingReporter).
 // Warnings are logged and shown by Explain. Deny entries take provider
-// specs such as "pkcs11:token=web" (ParseDeny). A pkcs11: URI in a pin or
-// deny entry must parse (an unknown attribute would match no token) and
-// carries no PIN (policies are printed).
+// specs such as "pkcs11:token=web" (ParseDeny). A URI in a pin or deny
+// entry carries no PIN (pin-value, pin-source: policies are printed) and
+// no bad percent-encoding; its scheme's own syntax (an unknown pkcs11:
+// attribute would match no token) is checked by the registered providers
+// that implement SpecChecker. The registry imports no provider package.
 //
 // # Provenance and metrics
 //

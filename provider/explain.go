@@ -5,8 +5,6 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
-
-	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // Candidate is one provider considered for an algorithm.
@@ -314,10 +312,6 @@ func sortByKind(ps []Provider, mode Mode) {
 		return kindOrder(mode, ps[i].Kind()) < kindOrder(mode, ps[j].Kind())
 	})
 }
-
-// RedactRef hides secrets (pin-value) in a key reference so it can be
-// logged or put in an error.
-func RedactRef(ref string) string { return uri.Redact(ref) }
 
 // Measure returns the calibration measurement of the provider that would
 // serve alg now, measuring it if needed. The SSH server uses it to decide

@@ -96,16 +96,10 @@ func loop(op func() error, d time.Duration) (int, time.Duration, error) {
 // BulkOp returns a function that processes one buffer in place with alg
 // from p: sealing for AEADs, XOR for streams, a MAC or a hash. It is what
 // calibration and `offload speed` time. The primitive behind it is
-// released when collected; TimedBulkOp releases it on demand.
+// released when collected.
 func BulkOp(alg *Algorithm, p Provider) (func([]byte) error, error) {
 	op, _, err := bulkOp(alg, p)
 	return op, err
-}
-
-// TimedBulkOp is BulkOp with a function that releases the primitive (a
-// token session, say) when the timing is done.
-func TimedBulkOp(alg *Algorithm, p Provider) (op func([]byte) error, done func(), err error) {
-	return bulkOp(alg, p)
 }
 
 func bulkOp(alg *Algorithm, p Provider) (func([]byte) error, func(), error) {
@@ -222,17 +216,10 @@ func hashingOp(alg *Algorithm, p Provider, key []byte) (func([]byte) error, erro
 
 // SingleOp returns one operation of a non-bulk algorithm for timing:
 // a signature over a fixed digest, a key agreement, an encapsulation. A
-// signing key it makes is released when collected; TimedSingleOp
-// releases it on demand.
+// signing key it makes is released when collected.
 func SingleOp(alg *Algorithm, p Provider) (func() error, error) {
 	op, _, err := singleOp(alg, p)
 	return op, err
-}
-
-// TimedSingleOp is SingleOp with a function that releases what the
-// operation holds (an ephemeral key pair on a token) when timing is done.
-func TimedSingleOp(alg *Algorithm, p Provider) (op func() error, done func(), err error) {
-	return singleOp(alg, p)
 }
 
 func singleOp(alg *Algorithm, p Provider) (func() error, func(), error) {

@@ -181,11 +181,12 @@ func TestParseDenyURI(t *testing.T) {
 			t.Errorf("ParseDeny(%q) accepted", bad)
 		}
 	}
-	// A URI that does not parse would match no token and deny nothing; a
-	// PIN has no place in a policy, which is printed.
+	// A URI with a bad percent-encoding would match nothing and deny
+	// nothing; a PIN has no place in a policy, which is printed. (A
+	// scheme's own syntax is its providers' to check: TestSpecChecker.)
 	for _, bad := range []string{
-		"pkcs11:token=web;serail=1", "aes128-gcm=pkcs11:token=web?unknown=1", "pkcs11:token=%zz",
-		"pkcs11:token=web?pin-value=s3cret", "aes128-gcm=pkcs11:token=web?pin-source=/etc/pin",
+		"pkcs11:token=%zz", "aes128-gcm=file:/k%2", "pkcs11:token=web?pin-value=s3cret",
+		"aes128-gcm=pkcs11:token=web?pin-source=/etc/pin", "pkcs11:token=web?PIN%2dVALUE=s3cret",
 	} {
 		_, err := provider.ParseDeny(bad)
 		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "provider: bad policy entry") {
@@ -470,5 +471,41 @@ func TestCancelledContextErrors(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || !strings.HasPrefix(fmt.Sprint(err), "provider: ") {
 			t.Errorf("%s with a cancelled context: %v, want %q and context.Canceled", what, err, "provider: ")
 		}
+	}
+}
+
+// specFake knows the syntax of "fake:" specs: only "fake:ok" parses.
+type specFake struct{ fake }
+
+func (f *specFake) CheckSpec(spec string) error {
+	if strings.HasPrefix(spec, "fake:") && spec != "fake:ok" {
+		return errors.New("fake: bad spec")
+	}
+	return nil
+}
+
+func (f *specFake) Matches(spec string) bool { return spec == "fake:ok" }
+
+// TestSpecChecker: the registry refuses a pin or deny entry whose spec a
+// registered provider finds malformed, naming the entry without its PIN;
+// specs of other forms are not that provider's business.
+func TestSpecChecker(t *testing.T) {
+	p := &specFake{fake{name: "hw", kind: provider.KindHardware, algs: gcm}}
+	r := newReg(t, p)
+	for _, pol := range []provider.Policy{
+		{Pins: map[string]string{"aes128-gcm": "fake:okk"}},
+		{Deny: []provider.DenyEntry{{Provider: "fake:bad"}}},
+	} {
+		err := r.SetPolicy(pol)
+		var pe *provider.PolicyError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "fake: bad spec") {
+			t.Errorf("SetPolicy(%+v) = %v, want the provider's refusal", pol, err)
+		}
+	}
+	if err := r.SetPolicy(provider.Policy{Pins: map[string]string{"aes128-gcm": "fake:ok"}}); err != nil {
+		t.Errorf("a spec the provider accepts: %v", err)
+	}
+	if err := r.SetPolicy(provider.Policy{Pins: map[string]string{"aes128-gcm": "hw"}}); err != nil {
+		t.Errorf("a plain name: %v", err)
 	}
 }

@@ -1,12 +1,9 @@
 package provider
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // Mode is how the registry ranks the providers that may serve an algorithm.
@@ -79,8 +76,8 @@ func (d DenyEntry) String() string {
 	return d.Algorithm + "=" + d.Provider
 }
 
-// ParsePin parses "alg=provider".
-func ParsePin(s string) (alg, prov string, err error) {
+// parsePin parses "alg=provider".
+func parsePin(s string) (alg, prov string, err error) {
 	alg, prov, ok := strings.Cut(strings.TrimSpace(s), "=")
 	alg, prov = strings.TrimSpace(alg), strings.TrimSpace(prov)
 	if !ok || alg == "" || prov == "" {
@@ -95,38 +92,11 @@ func ParsePin(s string) (alg, prov string, err error) {
 	return alg, prov, nil
 }
 
-// checkProviderSpec refuses a provider spec that is a pkcs11: URI which
-// does not parse (an unknown or misspelt attribute would otherwise match
-// no token, and the entry would select or deny nothing) or that carries
-// a PIN: a policy entry only selects tokens, and policies are printed
-// (Explain, sshd -T, logs).
-func checkProviderSpec(entry, spec string) error {
-	if !uri.IsURI(spec) {
-		return nil
-	}
-	u, err := uri.Parse(spec)
-	if err != nil {
-		reason := err.Error()
-		var ue *uri.Error
-		if errors.As(err, &ue) {
-			reason = "bad pkcs11: URI: " + ue.Reason
-			if ue.Part != "" {
-				reason = fmt.Sprintf("bad pkcs11: URI: %q: %s", ue.Part, ue.Reason)
-			}
-		}
-		return &PolicyError{Entry: uri.Redact(entry), Reason: reason}
-	}
-	if u.PINValue != "" || u.PINSource != "" {
-		return &PolicyError{Entry: uri.Redact(entry), Reason: "a policy entry selects tokens and takes no pin-value or pin-source; give the PIN to the provider"}
-	}
-	return nil
-}
-
 // ParsePins parses a comma- or space-separated list of pins.
 func ParsePins(s string) (map[string]string, error) {
 	pins := map[string]string{}
 	for _, f := range splitList(s) {
-		alg, prov, err := ParsePin(f)
+		alg, prov, err := parsePin(f)
 		if err != nil {
 			return nil, err
 		}

@@ -110,6 +110,15 @@ type Matcher interface {
 	Matches(spec string) bool
 }
 
+// SpecChecker is implemented by providers that know the syntax of a
+// kind of provider spec (the PKCS #11 provider checks pkcs11: URIs): the
+// registry asks each about every pin and deny entry and refuses the
+// policy when one answers with an error. CheckSpec returns nil for a spec
+// it does not know.
+type SpecChecker interface {
+	CheckSpec(spec string) error
+}
+
 // Narrower is implemented by providers that can serve a pin naming part of
 // them: a PKCS #11 provider over several tokens answers a pin
 // "pkcs11:token=unit0" with a view restricted to that token.

@@ -35,9 +35,11 @@ func (i policyIssue) String() string { return fmt.Sprintf("policy entry %q: %s",
 func checkPolicy(pol *Policy, ps []Provider, unknownFatal bool) []policyIssue {
 	var out []policyIssue
 	for alg, spec := range pol.Pins {
+		out = append(out, specIssues(alg+"="+spec, spec, ps)...)
 		out = append(out, checkPin(pol, alg, spec, ps, unknownFatal)...)
 	}
 	for _, d := range pol.Deny {
+		out = append(out, specIssues(d.String(), d.Provider, ps)...)
 		if d.Algorithm != "" {
 			if _, err := Lookup(d.Algorithm); err != nil {
 				out = append(out, policyIssue{d.String(), err.Error(), true})

@@ -51,7 +51,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Provider, error) {
 	c := &core{cfg: cfg, mod: mod, api: mod.ctx, log: cfg.logger(), stop: make(chan struct{}), freshModule: fresh,
 		gate: newGate(), guard: newPINGuard(cfg.StateDir)}
 	if cfg.Faults != nil {
-		c.api = cfg.Faults.wrap(c.api)
+		c.api = cfg.Faults.Wrap(c.api)
 	}
 	if cfg.testHooks != nil && cfg.testHooks.wrap != nil {
 		c.api = cfg.testHooks.wrap(c.api)

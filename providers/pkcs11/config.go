@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/internal/fileperm"
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
@@ -115,22 +116,13 @@ type Config struct {
 	StateDir string
 	// Logger receives fault and recovery reports; PINs never reach it.
 	Logger *slog.Logger
-	// Faults, when set, makes chosen module calls fail or answer late, for
-	// tests and chaos drills (see FaultInjector). Nil in production.
-	Faults *FaultInjector
+	// Faults, when set, makes chosen module calls fail or answer late.
+	// It is for this module's tests: its type is internal, so outside
+	// the module it can only be nil.
+	Faults *pkcs11faults.Injector
 
 	// testHooks, in tests, wraps the module's function table (after Faults).
 	testHooks *testHooks
-}
-
-// ConfigFromURI returns a Config for the single token a URI names (with
-// its module and PIN attributes).
-func ConfigFromURI(s string) (Config, error) {
-	u, err := uri.Parse(s)
-	if err != nil {
-		return Config{}, err
-	}
-	return Config{Tokens: []*uri.URI{u.TokenOnly()}}, nil
 }
 
 func (c *Config) name() string {

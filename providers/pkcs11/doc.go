@@ -91,13 +91,11 @@
 //
 // # Fault injection
 //
-// Config.Faults takes a FaultInjector, through which the provider then
-// calls the module: chosen calls or groups of calls (ParseFault reads
-// "calls=sign code=CKR_DEVICE_REMOVED times=3") fail with a CKR_* value
-// or answer late (the calling thread blocks, as in a device call), on
-// every slot or on chosen ones, until removed. Tests
-// and chaos drills use it to watch the recovery above without a device
-// being pulled; left nil, it costs nothing.
+// Config.Faults takes an injector from this module's internal package
+// pkcs11faults, through which the provider then calls the module: chosen
+// calls fail with a CKR_* value or answer late, so that this module's
+// tests watch the recovery above without a device being pulled. Outside
+// the module the field can only be nil, which costs nothing.
 //
 // # Builds without cgo
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -99,7 +100,7 @@ func hammer(t *testing.T, a cipher.AEAD, ref cipher.AEAD, g, n int) []error {
 // sessions, spread over both tokens, produces Go's output throughout,
 // and gives every session back on Close; calls one at a time keep one.
 func TestAEADLanes(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p := twoTokens(t, Config{Faults: f})
 	key := bytes.Repeat([]byte{5}, 16)
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), key)
@@ -114,7 +115,7 @@ func TestAEADLanes(t *testing.T) {
 	if n := len(lanesOf(a)); n != 1 {
 		t.Fatalf("calls one at a time took %d sessions", n)
 	}
-	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: 2 * time.Millisecond})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: 2 * time.Millisecond})
 	for _, err := range hammer(t, a, ref, 8, 10) {
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +142,7 @@ func TestAEADLanes(t *testing.T) {
 // TestAEADLanesLeaveASession: lanes never take the session a pool keeps
 // for signatures.
 func TestAEADLanesLeaveASession(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "lanes-reserve", Config{MaxSessions: 3, Faults: f})
 	key := make([]byte, 16)
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), key)
@@ -149,7 +150,7 @@ func TestAEADLanesLeaveASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Release(a)
-	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
 	hammer(t, a, goGCM(t, key), 6, 5)
 	if n := len(lanesOf(a)); n != 2 {
 		t.Errorf("%d lanes in a pool of 3, want 2 (one session kept for signatures)", n)
@@ -160,7 +161,7 @@ func TestAEADLanesLeaveASession(t *testing.T) {
 // on both and calls in flight: its lanes move to the other token, and
 // every message still comes out as Go's AES-GCM makes it.
 func TestAEADLanesTokenLost(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p := twoTokens(t, Config{Faults: f})
 	key := bytes.Repeat([]byte{6}, 32)
 	a, err := p.NewAEAD(provider.MustLookup("aes256-gcm"), key)
@@ -169,10 +170,10 @@ func TestAEADLanesTokenLost(t *testing.T) {
 	}
 	defer provider.Release(a)
 	ref := goGCM(t, key)
-	delay := mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
+	delay := mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
 	hammer(t, a, ref, 8, 4)
 	unit1 := p.Tokens()[1].SlotID
-	mustFail(t, f, Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{unit1}})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{unit1}})
 	for _, err := range hammer(t, a, ref, 8, 10) {
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +193,7 @@ func TestAEADLanesTokenLost(t *testing.T) {
 // TestAEADLanesNoFallback: with fallback off, a token lost under lanes
 // is an error from SealErr, never a wrong ciphertext.
 func TestAEADLanesNoFallback(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "lanes-nofb", Config{Faults: f, NoFallback: true})
 	key := make([]byte, 16)
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), key)
@@ -200,9 +201,9 @@ func TestAEADLanesNoFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Release(a)
-	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: time.Millisecond})
 	hammer(t, a, goGCM(t, key), 4, 3)
-	mustFail(t, f, Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED})
 	failed := 0
 	for _, err := range hammer(t, a, goGCM(t, key), 4, 3) {
 		if err != nil {
@@ -231,7 +232,7 @@ func TestAEADLanesOne(t *testing.T) {
 // quarter of the pool to other connections, whose AEADs still get a
 // session on the token.
 func TestAEADLanesLeaveRoom(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "lanes-room", Config{MaxSessions: 8, AEADLanes: 8, Faults: f})
 	key := make([]byte, 16)
 	alg := provider.MustLookup("aes128-gcm")
@@ -242,7 +243,7 @@ func TestAEADLanesLeaveRoom(t *testing.T) {
 	defer provider.Release(a)
 	// 10 ms a call, so that the 12 callers overlap even on a loaded
 	// machine under the race detector (at 1 ms, CI once saw 2 lanes).
-	mustFail(t, f, Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: 10 * time.Millisecond})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: 10 * time.Millisecond})
 	hammer(t, a, goGCM(t, key), 12, 4)
 	if n := len(lanesOf(a)); n != 5 {
 		t.Errorf("a busy AEAD took %d sessions of 8, want 5 (one kept for signatures, two for other connections)", n)

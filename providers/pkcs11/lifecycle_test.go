@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -225,7 +226,7 @@ func TestAllowMissing(t *testing.T) {
 // the module under it; the call then finishes normally, and the signer
 // refuses later calls with ErrClosed.
 func TestCloseBounded(t *testing.T) {
-	faults := &FaultInjector{}
+	faults := &pkcs11faults.Injector{}
 	tok := softhsm.NewToken(t, softhsm.WithLabel("closebound"))
 	p, err := OpenURI(tok.TokenURI(), Config{HealthInterval: -1, CloseTimeout: 20 * time.Millisecond, Faults: faults})
 	if err != nil {
@@ -325,7 +326,7 @@ func TestDeadlineBoundsSign(t *testing.T) {
 // signature is in the token, with the channel its result arrives on.
 func busySigner(t *testing.T, name string, cfg Config) (*Provider, crypto.Signer, string, chan error) {
 	t.Helper()
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	cfg.Faults = f
 	p, tok := open(t, name, cfg)
 	keyURI := tok.URI("k")

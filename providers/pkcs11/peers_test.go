@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/pkcs11"
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
@@ -71,7 +72,7 @@ func signVerified(t *testing.T, s crypto.Signer, want *ecdsa.PublicKey) (string,
 // when neither is busy, and at once when signatures overlap.
 func TestPeerSigning(t *testing.T) {
 	cfg, toks := peerConfig()
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	cfg.Faults = f
 	_, s, key := peerTokens(t, cfg, toks)
 	seen := map[string]int{}
@@ -85,7 +86,7 @@ func TestPeerSigning(t *testing.T) {
 	if seen["unit0"] != 5 || seen["unit1"] != 5 {
 		t.Errorf("ten signatures went %v, want five on each token", seen)
 	}
-	mustFail(t, f, Fault{Calls: []string{"Sign"}, Delay: 5 * time.Millisecond})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Sign"}, Delay: 5 * time.Millisecond})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -106,10 +107,10 @@ func TestPeerSigning(t *testing.T) {
 // the other token, with the same key.
 func TestPeerLost(t *testing.T) {
 	cfg, toks := peerConfig()
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	cfg.Faults = f
 	p, s, key := peerTokens(t, cfg, toks)
-	mustFail(t, f, Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{p.Tokens()[1].SlotID}})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{p.Tokens()[1].SlotID}})
 	for range 6 {
 		tok, err := signVerified(t, s, &key.PublicKey)
 		if err != nil {
@@ -120,7 +121,7 @@ func TestPeerLost(t *testing.T) {
 		}
 	}
 	f.Clear()
-	mustFail(t, f, Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED})
 	if _, err := s.Sign(rand.Reader, make([]byte, 32), crypto.SHA256); err == nil || !strings.Contains(err.Error(), "no software fallback") {
 		t.Errorf("both tokens lost: %v, want the key to fail closed", err)
 	}
@@ -132,7 +133,7 @@ func TestPeerLost(t *testing.T) {
 func TestPeerWrongKey(t *testing.T) {
 	t1 := softhsm.NewToken(t, softhsm.WithLabel("unit0"))
 	softhsm.NewToken(t, softhsm.WithLabel("unit1"))
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	cfg, toks := peerConfig()
 	cfg.ModulePath, cfg.PINSource, cfg.HealthInterval, cfg.Tokens, cfg.Faults = t1.Module, t1.PINFile, -1, toks, f
 	p, err := Open(cfg)
@@ -158,7 +159,7 @@ func TestPeerWrongKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustFail(t, f, Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{p.Tokens()[0].SlotID}})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{p.Tokens()[0].SlotID}})
 	if _, err := s.Sign(rand.Reader, make([]byte, 32), crypto.SHA256); err == nil {
 		t.Error("signed with the right key's token gone and only a different key left")
 	}

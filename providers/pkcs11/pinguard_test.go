@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 )
 
@@ -23,7 +24,7 @@ func forgetProcess() {
 
 func logins(t *testing.T, ref string, cfg Config) (int, error) {
 	t.Helper()
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	cfg.Faults, cfg.HealthInterval = f, -1
 	p, err := OpenURI(ref, cfg)
 	if err == nil {

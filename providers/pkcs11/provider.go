@@ -150,6 +150,19 @@ func (p *Provider) Matches(spec string) bool {
 	return len(p.matching(spec)) > 0
 }
 
+// CheckSpec refuses a pkcs11: URI in a pin or deny entry that does not
+// parse: an unknown or misspelt attribute would match no token, and the
+// entry would select or deny nothing. Other specs are not its business.
+func (p *Provider) CheckSpec(spec string) error {
+	if !uri.IsURI(spec) {
+		return nil
+	}
+	_, err := uri.Parse(spec)
+	return err
+}
+
+var _ provider.SpecChecker = (*Provider)(nil)
+
 func (p *Provider) matching(spec string) []*token {
 	if !uri.IsURI(spec) {
 		return nil

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/provider/providertest"
@@ -348,7 +349,7 @@ func TestWrongPIN(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := strings.Replace(tok.TokenURI(), "pin-source="+escapeForTest(tok.PINFile), "pin-source="+escapeForTest(bad), 1)
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, err := OpenURI(ref, Config{HealthInterval: -1, Faults: f, Logger: logger})
@@ -441,7 +442,7 @@ func TestAEADSpread(t *testing.T) {
 // TestPoolBound checks the session pool's bound and wait timeout, and
 // that AEADs leave the last session to signatures.
 func TestPoolBound(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "pool", Config{MaxSessions: 2, WaitTimeout: 50 * time.Millisecond, Faults: f})
 	alg := provider.MustLookup("aes256-gcm")
 	a1, err := p.NewAEAD(alg, make([]byte, 32))
@@ -459,7 +460,7 @@ func TestPoolBound(t *testing.T) {
 	d := sha256.Sum256([]byte("x"))
 	// A slow signature holds the last session: a second one waits out
 	// WaitTimeout and fails.
-	mustFail(t, f, Fault{Calls: []string{"Sign"}, Delay: 300 * time.Millisecond, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Sign"}, Delay: 300 * time.Millisecond, Times: 1})
 	slow := make(chan error, 1)
 	go func() { _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); slow <- err }()
 	for f.Injected("Sign") == 0 {
@@ -524,5 +525,19 @@ func TestAEADInPlaceSmall(t *testing.T) {
 	pt, err := a.Open(ct[:0], make([]byte, 12), ct, []byte("ad"))
 	if err != nil || string(pt) != "hello" {
 		t.Fatalf("in place: %q, %v", pt, err)
+	}
+}
+
+// TestCheckSpec: the registry asks the provider about pin and deny specs;
+// a pkcs11: URI must parse, anything else is not its business.
+func TestCheckSpec(t *testing.T) {
+	var p Provider
+	for spec, ok := range map[string]bool{
+		"pkcs11:token=web": true, "pkcs11:token=web;serial=1": true, "cpu": true, "pkcs11": true,
+		"pkcs11:token=web;serail=1": false, "pkcs11:token=web?unknown=1": false, "PKCS11:tokn=x": false,
+	} {
+		if err := p.CheckSpec(spec); (err == nil) != ok {
+			t.Errorf("CheckSpec(%q) = %v", spec, err)
+		}
 	}
 }

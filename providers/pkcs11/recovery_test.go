@@ -18,15 +18,16 @@ import (
 	"testing"
 
 	"github.com/miekg/pkcs11"
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
 )
 
 // faultyKey opens a provider with a fault injector and a P-256 token key.
-func faultyKey(t *testing.T, label string) (*Provider, *FaultInjector, crypto.Signer) {
+func faultyKey(t *testing.T, label string) (*Provider, *pkcs11faults.Injector, crypto.Signer) {
 	t.Helper()
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, tok := open(t, label, Config{Faults: f})
 	s, err := p.Generate(context.Background(), tok.URI("k"), ECDSAP256)
 	if err != nil {
@@ -36,7 +37,7 @@ func faultyKey(t *testing.T, label string) (*Provider, *FaultInjector, crypto.Si
 }
 
 // mustFail injects ft into f.
-func mustFail(t *testing.T, f *FaultInjector, ft Fault) FaultID {
+func mustFail(t *testing.T, f *pkcs11faults.Injector, ft pkcs11faults.Fault) pkcs11faults.ID {
 	t.Helper()
 	id, err := f.Inject(ft)
 	if err != nil {
@@ -82,7 +83,7 @@ func TestFaultClasses(t *testing.T) {
 func TestFaultSessionReopened(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-session")
 	opens := f.Calls("OpenSession")
-	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
 	signOK(t, s)
 	if f.Calls("OpenSession") <= opens {
 		t.Errorf("no new session opened after CKR_SESSION_HANDLE_INVALID")
@@ -92,7 +93,7 @@ func TestFaultSessionReopened(t *testing.T) {
 func TestFaultHandleRefound(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-handle")
 	finds := f.Calls("FindObjectsInit")
-	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_KEY_HANDLE_INVALID, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_KEY_HANDLE_INVALID, Times: 1})
 	signOK(t, s)
 	if f.Calls("FindObjectsInit") <= finds {
 		t.Errorf("key not looked up again after CKR_KEY_HANDLE_INVALID")
@@ -101,7 +102,7 @@ func TestFaultHandleRefound(t *testing.T) {
 
 func TestFaultLoginRedone(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-login")
-	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_USER_NOT_LOGGED_IN, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_USER_NOT_LOGGED_IN, Times: 1})
 	signOK(t, s)
 	if n := f.Calls("SignInit"); n < 2 {
 		t.Errorf("SignInit called %d times; want a retry after the login check", n)
@@ -110,13 +111,13 @@ func TestFaultLoginRedone(t *testing.T) {
 
 func TestFaultBusyRetried(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-busy")
-	mustFail(t, f, Fault{Calls: []string{"Sign"}, Code: pkcs11.CKR_DEVICE_MEMORY, Times: 2})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Sign"}, Code: pkcs11.CKR_DEVICE_MEMORY, Times: 2})
 	signOK(t, s)
 }
 
 func TestFaultInputNotRetried(t *testing.T) {
 	_, f, s := faultyKey(t, "fault-input")
-	mustFail(t, f, Fault{Calls: []string{"Sign"}, Code: pkcs11.CKR_DATA_LEN_RANGE, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Sign"}, Code: pkcs11.CKR_DATA_LEN_RANGE, Times: 1})
 	before := f.Calls("Sign")
 	d := sha256.Sum256(nil)
 	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); ClassOf(err) != ClassInput {
@@ -131,7 +132,7 @@ func TestFaultInputNotRetried(t *testing.T) {
 // (no software fallback), and the same signer works once the token is back.
 func TestFaultDeviceFailsClosed(t *testing.T) {
 	p, f, s := faultyKey(t, "fault-device")
-	mustFail(t, f, Fault{Calls: []string{"SignInit", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_REMOVED})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_REMOVED})
 	d := sha256.Sum256(nil)
 	_, err := s.Sign(rand.Reader, d[:], crypto.SHA256)
 	if !errors.Is(err, ErrTokenUnavailable) || !strings.Contains(err.Error(), "no software fallback") {
@@ -155,8 +156,8 @@ func TestFaultDeviceFailsClosed(t *testing.T) {
 func TestFaultOpenSessionLost(t *testing.T) {
 	p, f, s := faultyKey(t, "fault-open")
 	slot := p.Tokens()[0].SlotID
-	mustFail(t, f, Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
-	mustFail(t, f, Fault{Calls: []string{"open", "probe"}, Code: pkcs11.CKR_TOKEN_NOT_PRESENT, Slots: []uint{slot}})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"open", "probe"}, Code: pkcs11.CKR_TOKEN_NOT_PRESENT, Slots: []uint{slot}})
 	d := sha256.Sum256(nil)
 	if _, err := s.Sign(rand.Reader, d[:], crypto.SHA256); !errors.Is(err, ErrTokenUnavailable) {
 		t.Fatalf("sign: %v, want ErrTokenUnavailable", err)
@@ -181,7 +182,7 @@ func TestFaultOpenSessionLost(t *testing.T) {
 // TestFaultAEADFallsBack: an AEAD whose token dies mid-connection moves to
 // Go with the same key; the bytes on the wire do not change.
 func TestFaultAEADFallsBack(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "fault-aead", Config{Faults: f})
 	key := bytes.Repeat([]byte{9}, 16)
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), key)
@@ -204,12 +205,12 @@ func TestFaultAEADFallsBack(t *testing.T) {
 		}
 	}
 	seal("before")
-	mustFail(t, f, Fault{Calls: []string{"Encrypt"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt"}, Code: pkcs11.CKR_SESSION_HANDLE_INVALID, Times: 1})
 	seal("session lost once") // the key moves to a new session
 	if lanesOf(a)[0].FellBack() {
 		t.Fatalf("fell back to Go after a recoverable session fault")
 	}
-	mustFail(t, f, Fault{Calls: []string{"Encrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	seal("token gone")
 	seal("still gone")
 	if !lanesOf(a)[0].FellBack() {
@@ -218,7 +219,7 @@ func TestFaultAEADFallsBack(t *testing.T) {
 }
 
 func TestFaultAEADNoFallback(t *testing.T) {
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "fault-nofallback", Config{Faults: f, NoFallback: true})
 	a, err := p.NewAEAD(provider.MustLookup("aes128-gcm"), make([]byte, 16))
 	if err != nil {
@@ -226,11 +227,11 @@ func TestFaultAEADNoFallback(t *testing.T) {
 	}
 	defer provider.Release(a)
 	ct := a.Seal(nil, make([]byte, 12), []byte("x"), nil)
-	mustFail(t, f, Fault{Calls: []string{"Decrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Decrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	if _, err := a.Open(nil, make([]byte, 12), ct, nil); !errors.Is(err, ErrTokenUnavailable) && ClassOf(err) != ClassDevice {
 		t.Errorf("Open with the token gone: %v, want a device error", err)
 	}
-	mustFail(t, f, Fault{Calls: []string{"Encrypt"}, Code: pkcs11.CKR_DEVICE_ERROR})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(r.(string), "fallback is off") {
 			t.Errorf("Seal with the token gone and fallback off: panic %v", r)
@@ -244,7 +245,7 @@ func TestFaultAEADNoFallback(t *testing.T) {
 func TestFailover(t *testing.T) {
 	prim := softhsm.NewToken(t, softhsm.WithLabel("primary"))
 	back := softhsm.NewToken(t, softhsm.WithLabel("backup"))
-	f := &FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	p, err := Open(Config{ModulePath: prim.Module, PINSource: prim.PINFile, HealthInterval: -1, Faults: f,
 		Tokens:   []*uri.URI{{Token: "primary"}, {Token: "backup"}},
 		Failover: map[string]string{"primary": "backup"}})
@@ -266,7 +267,7 @@ func TestFailover(t *testing.T) {
 	}
 	signOK(t, s)
 	primSlot := p.Tokens()[0].SlotID
-	mustFail(t, f, Fault{Calls: []string{"SignInit", "GetTokenInfo", "OpenSession"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{primSlot}})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit", "GetTokenInfo", "OpenSession"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{primSlot}})
 	signOK(t, s) // on the backup
 	if h := p.Health(); h[0].Up || !h[1].Up {
 		t.Errorf("Health = %+v, want primary down and backup up", h)
@@ -291,7 +292,7 @@ func TestFailover(t *testing.T) {
 	}
 	signOK(t, s2)
 	primSlot = p2.Tokens()[0].SlotID
-	mustFail(t, f, Fault{Calls: []string{"SignInit", "GetTokenInfo", "OpenSession"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{primSlot}})
+	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"SignInit", "GetTokenInfo", "OpenSession"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{primSlot}})
 	d := sha256.Sum256(nil)
 	if _, err := s2.Sign(rand.Reader, d[:], crypto.SHA256); err == nil || !strings.Contains(err.Error(), "different key") {
 		t.Errorf("failover to a token with another key: %v, want a refusal", err)

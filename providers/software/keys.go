@@ -25,9 +25,9 @@ import (
 // maxKeyFile bounds what Signer reads: private key files are a few KiB.
 const maxKeyFile = 1 << 20
 
-// KeyPath returns the file a key reference names: "file:PATH",
+// keyPath returns the file a key reference names: "file:PATH",
 // "file:///PATH" or a plain path. ok is false for other URI schemes.
-func KeyPath(ref string) (path string, ok bool) {
+func keyPath(ref string) (path string, ok bool) {
 	if strings.HasPrefix(ref, "file:") {
 		u, err := url.Parse(ref)
 		if err != nil {
@@ -46,7 +46,7 @@ func KeyPath(ref string) (path string, ok bool) {
 
 // CanOpen reports whether ref names a key file.
 func (p *Provider) CanOpen(ref string) bool {
-	_, ok := KeyPath(ref)
+	_, ok := keyPath(ref)
 	return ok
 }
 
@@ -58,7 +58,7 @@ func (p *Provider) Signer(_ context.Context, ref string) (crypto.Signer, error) 
 	if err := p.live(); err != nil {
 		return nil, err
 	}
-	path, ok := KeyPath(ref)
+	path, ok := keyPath(ref)
 	if !ok {
 		return nil, fmt.Errorf("software: %q is not a key file reference", ref)
 	}
@@ -120,7 +120,7 @@ func (p *Provider) GenerateSigner(_ context.Context, alg *provider.Algorithm, re
 	if err != nil || ref == "" {
 		return s, err
 	}
-	path, ok := KeyPath(ref)
+	path, ok := keyPath(ref)
 	if !ok {
 		return nil, fmt.Errorf("software: %q is not a key file reference", ref)
 	}

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strings"
 	"time"
+
+	"github.com/offload/offload/sshd/match"
 )
 
 // Reason is why Policy refused an account.
@@ -186,7 +188,7 @@ func (p *Policy) checkLists(a *Account, src Source) *Refusal {
 		return refuse(reason, a, fmt.Sprintf("User %.100s from %.100s not allowed because %s", a.Name, host, text))
 	}
 	for _, pat := range p.DenyUsers {
-		if MatchUser(a.Name, src, pat) {
+		if match.User(a.Name, src.Host, src.Addr.Unmap(), pat) {
 			return why(DeniedUser, "listed in DenyUsers")
 		}
 	}
@@ -211,7 +213,7 @@ func (p *Policy) checkLists(a *Account, src Source) *Refusal {
 
 func matchAny(name string, src Source, pats []string) bool {
 	for _, pat := range pats {
-		if MatchUser(name, src, pat) {
+		if match.User(name, src.Host, src.Addr.Unmap(), pat) {
 			return true
 		}
 	}
@@ -221,7 +223,7 @@ func matchAny(name string, src Source, pats []string) bool {
 func matchGroups(groups, pats []string) bool {
 	for _, g := range groups {
 		for _, pat := range pats {
-			if MatchPattern(g, pat) {
+			if match.Glob(g, pat) {
 				return true
 			}
 		}

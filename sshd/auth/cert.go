@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/sshd/match"
 )
 
 // Certificate critical options and extensions (PROTOCOL.certkeys).
@@ -222,7 +224,7 @@ func (s *decider) checkCert(c *ssh.Certificate, principal string, opts *keyOptio
 	if err := checker.CheckCert(principal, c); err != nil {
 		return nil, rejectf(err, "certificate refused")
 	}
-	if src, ok := c.CriticalOptions[optSourceAddress]; ok && !matchSourceAddress(src, s.addr) {
+	if src, ok := c.CriticalOptions[optSourceAddress]; ok && match.CIDRs(s.addr, src) != match.Matched {
 		return nil, reject("client address " + s.addr.String() + " not in certificate source-address " + quote(src))
 	}
 	p := opts.permissions(s.user, s.cfg.PermitUserEnvironment)

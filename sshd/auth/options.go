@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offload/offload/sshd/match"
 	"github.com/offload/offload/sshd/perm"
 )
 
@@ -291,7 +292,7 @@ func unquote(s string) (string, error) {
 // expiry-time=. The error says which failed.
 func (o *keyOptions) allows(addr netip.Addr, now time.Time) error {
 	for _, f := range o.from {
-		if !matchHostList(f, addr) {
+		if !match.HostAndIP("", addr, f) {
 			return reject(fmt.Sprintf("client address %s not in from=%s", addr, quote(f)))
 		}
 	}

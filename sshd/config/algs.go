@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/offload/offload/sshd/account"
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/match"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -188,7 +188,7 @@ func (t *algTable) remove(patterns []string) (names, warns []string, err error) 
 	names = slices.Clone(t.def)
 	for _, p := range patterns {
 		n := len(names)
-		names = slices.DeleteFunc(names, func(a string) bool { return account.MatchPattern(a, p) })
+		names = slices.DeleteFunc(names, func(a string) bool { return match.Glob(a, p) })
 		switch {
 		case len(names) < n || len(matching(t.supported, p)) > 0:
 		case len(matching(t.openssh, p)) > 0:
@@ -206,7 +206,7 @@ func (t *algTable) remove(patterns []string) (names, warns []string, err error) 
 func matching(names []string, pattern string) []string {
 	var out []string
 	for _, n := range names {
-		if account.MatchPattern(n, pattern) {
+		if match.Glob(n, pattern) {
 			out = append(out, n)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offload/offload/sshd/account"
+	"github.com/offload/offload/sshd/match"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -147,10 +147,10 @@ func addrMatch(addr, list string) (bool, error) {
 		}
 	}
 	a, _ := netip.ParseAddr(addr)
-	switch account.MatchAddrList(a.Unmap(), list) {
-	case account.ListMatched:
+	switch match.Addrs(a.Unmap(), list) {
+	case match.Matched:
 		return true, nil
-	case account.ListBadEntry:
+	case match.Bad:
 		return false, fmt.Errorf("bad address list %q", list)
 	}
 	return false, nil
@@ -158,9 +158,9 @@ func addrMatch(addr, list string) (bool, error) {
 
 // checkNetwork refuses a network entry with a bad mask (a length too
 // long for the family, or host bits set); other entries holding '/' are
-// wildcard patterns, as sshd reads them (account.ParseNetwork).
+// wildcard patterns, as sshd reads them (match.ParseNetwork).
 func checkNetwork(e string) error {
-	p, isNet, ok := account.ParseNetwork(e)
+	p, isNet, ok := match.ParseNetwork(e)
 	switch {
 	case !isNet || ok:
 		return nil
@@ -192,7 +192,7 @@ func (c *criterion) eval(ci *ConnInfo) (bool, error) {
 	case "all":
 		return true, nil
 	case "version":
-		return account.MatchList(Version(), c.arg, false) == account.ListMatched, nil
+		return match.List(Version(), c.arg, false) == match.Matched, nil
 	}
 	if ci == nil {
 		return false, nil
@@ -201,11 +201,11 @@ func (c *criterion) eval(ci *ConnInfo) (bool, error) {
 	case "invalid-user":
 		return ci.InvalidUser, nil
 	case "user":
-		return ci.User != "" && account.MatchList(ci.User, c.arg, false) == account.ListMatched, nil
+		return ci.User != "" && match.List(ci.User, c.arg, false) == match.Matched, nil
 	case "group":
 		return c.evalGroup(ci)
 	case "host":
-		return ci.Host != "" && account.MatchList(ci.Host, c.arg, true) == account.ListMatched, nil
+		return ci.Host != "" && match.List(ci.Host, c.arg, true) == match.Matched, nil
 	case "address":
 		return ci.Addr != "" && must(addrMatch(ci.Addr, c.arg)), nil
 	case "localaddress":
@@ -213,7 +213,7 @@ func (c *criterion) eval(ci *ConnInfo) (bool, error) {
 	case "localport":
 		return ci.LocalPort == c.port, nil
 	case "rdomain":
-		return ci.RDomain != "" && account.MatchList(ci.RDomain, c.arg, false) == account.ListMatched, nil
+		return ci.RDomain != "" && match.List(ci.RDomain, c.arg, false) == match.Matched, nil
 	}
 	return false, fmt.Errorf("unknown attribute %q", c.attr)
 }
@@ -237,10 +237,10 @@ func (c *criterion) evalGroup(ci *ConnInfo) (bool, error) {
 	}
 	found := false
 	for _, g := range groups {
-		switch account.MatchList(g, c.arg, false) {
-		case account.ListNegated:
+		switch match.List(g, c.arg, false) {
+		case match.Negated:
 			return false, nil
-		case account.ListMatched:
+		case match.Matched:
 			found = true
 		}
 	}

@@ -20,6 +20,17 @@ func checkPKCS11URI(s string) error {
 	return nil
 }
 
+// checkProviderURI parses a pin's or deny entry's provider when it is a
+// pkcs11: URI, so that a misspelt attribute (which would select or deny
+// no token) fails when the file is read rather than when the registry is
+// built.
+func checkProviderURI(spec string) error {
+	if !uri.IsURI(spec) {
+		return nil
+	}
+	return checkPKCS11URI(spec)
+}
+
 func pkcs11TokenKW() *keyword {
 	return &keyword{name: "PKCS11Token", minArgs: 1, maxArgs: 1, repeat: accumulate,
 		set: func(c *Config, a []string) error {
@@ -111,6 +122,11 @@ func setProviderMap(c *Config, a []string) error {
 	if err != nil {
 		return err
 	}
+	for _, prov := range pins {
+		if err := checkProviderURI(prov); err != nil {
+			return err
+		}
+	}
 	if c.ProviderMap == nil {
 		c.ProviderMap = map[string]string{}
 	}
@@ -139,6 +155,11 @@ func setProviderDeny(c *Config, a []string) error {
 	deny, err := provider.ParseDenyList(strings.Join(a, " "))
 	if err != nil {
 		return err
+	}
+	for _, d := range deny {
+		if err := checkProviderURI(d.Provider); err != nil {
+			return err
+		}
 	}
 	for _, d := range deny {
 		if !containsDeny(c.ProviderDeny, d) {

@@ -29,3 +29,21 @@ func TestPKCS11EnvironmentAndStateDir(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderURIChecked: a misspelt pkcs11: URI in ProviderMap or
+// ProviderDeny (it would select or deny no token) fails when the file is
+// read, as sshd -t shows; a well-formed one is kept.
+func TestProviderURIChecked(t *testing.T) {
+	for _, bad := range []string{
+		"ProviderMap aes128-gcm=pkcs11:token=web;serail=1\n", "ProviderDeny pkcs11:token=web?unknown=1\n",
+		"ProviderDeny aes128-gcm=pkcs11:tokn=web\n",
+	} {
+		if err := parseErr(bad); err == nil || !strings.Contains(err.Error(), "bad URI") {
+			t.Errorf("%q: %v, want the URI refused", bad, err)
+		}
+	}
+	c := parse(t, "ProviderMap aes128-gcm=pkcs11:token=web\nProviderDeny pkcs11:token=old\n")
+	if c.ProviderMap["aes128-gcm"] != "pkcs11:token=web" || len(c.ProviderDeny) != 1 {
+		t.Errorf("ProviderMap %v, ProviderDeny %v", c.ProviderMap, c.ProviderDeny)
+	}
+}

@@ -75,21 +75,6 @@ func TestUnknownUserRefused(t *testing.T) {
 	}
 }
 
-func TestGlobMatch(t *testing.T) {
-	cases := []struct {
-		p, s string
-		ok   bool
-	}{
-		{"LC_*", "LC_ALL", true}, {"LC_*", "LANG", false}, {"*", "", true},
-		{"?", "ab", false}, {"a*b*c", "axxbyyc", true}, {"a*b", "ab", true}, {"", "a", false},
-	}
-	for _, c := range cases {
-		if globMatch(c.p, c.s) != c.ok {
-			t.Errorf("globMatch(%q, %q) != %v", c.p, c.s, c.ok)
-		}
-	}
-}
-
 func TestRing(t *testing.T) {
 	var r ring
 	r.write(nil)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/offload/offload/sshd/match"
 )
 
 // Bounds on the files read for a session's environment and umask.
@@ -67,7 +69,7 @@ func parseEnvironmentFile(data []byte, allow []string) ([]string, error) {
 			continue
 		}
 		name, value, ok := bytes.Cut(line, []byte("="))
-		if !ok || len(name) == 0 || bytes.IndexByte(line, 0) >= 0 || !matchPatternList(allow, string(name)) {
+		if !ok || len(name) == 0 || bytes.IndexByte(line, 0) >= 0 || match.Patterns(string(name), allow) != match.Matched {
 			continue
 		}
 		out = append(out, string(name)+"="+string(value))
@@ -80,24 +82,7 @@ func parseEnvironmentFile(data []byte, allow []string) ([]string, error) {
 // PermitUserEnvironment's patterns do not match its name.
 func (s *settings) keyEnvAllowed(kv string) bool {
 	name, _, _ := strings.Cut(kv, "=")
-	return s.PermitUserEnvironment == nil || matchPatternList(s.PermitUserEnvironment, name)
-}
-
-// matchPatternList is OpenSSH's match_pattern_list over a split list: a
-// negated pattern ("!name") that matches refuses, otherwise any matching
-// pattern accepts.
-func matchPatternList(patterns []string, s string) bool {
-	ok := false
-	for _, p := range patterns {
-		if neg, found := strings.CutPrefix(p, "!"); found {
-			if globMatch(neg, s) {
-				return false
-			}
-		} else if globMatch(p, s) {
-			ok = true
-		}
-	}
-	return ok
+	return s.PermitUserEnvironment == nil || match.Patterns(name, s.PermitUserEnvironment) == match.Matched
 }
 
 // loginDefsUmask returns UMASK from login.defs, 022 when absent or bad.

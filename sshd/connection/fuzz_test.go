@@ -125,12 +125,10 @@ func FuzzParsers(f *testing.F) {
 		parseDirectStreamLocal(b)
 		permitListen([]string{s}, string(b), 22)
 		permitOpen([]string{s}, string(b), 22)
-		matchPatternList([]string{s}, string(b))
 		parsePTYRequest(b)
 		parseModes(b)
 		parseDirectTCPIP(b)
 		parseData(append([]byte{wire.MsgChannelExtendedData}, b...))
-		globMatch(s, string(b))
 		passwdShell(b, s)
 		if len(b) >= 5 {
 			parseChannelRequest(b)

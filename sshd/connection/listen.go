@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/offload/offload/sshd/match"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -204,7 +205,7 @@ func permitListen(list []string, host string, port uint32) bool {
 		if i := strings.LastIndexByte(e, ':'); i >= 0 {
 			h, p = strings.Trim(e[:i], "[]"), e[i+1:]
 		}
-		if (p == "*" || p == strconv.FormatUint(uint64(port), 10)) && globMatch(strings.ToLower(h), host) {
+		if (p == "*" || p == strconv.FormatUint(uint64(port), 10)) && match.Glob(host, strings.ToLower(h)) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/offload/offload/sshd/match"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -118,47 +119,12 @@ func (s *session) setEnv(b []byte) error {
 		return refuse("env", "variable %s too large", trunc(name))
 	case strings.IndexByte(value, 0) >= 0:
 		return refuse("env", "NUL in value of %s", trunc(name))
-	case !matchAny(s.m.cfg.AcceptEnv, name):
+	case !match.AnyGlob(name, s.m.cfg.AcceptEnv):
 		return refuse("env", "%s not in AcceptEnv", trunc(name))
 	}
 	s.env = append(s.env, name+"="+value)
 	s.envBytes += len(name) + len(value)
 	return nil
-}
-
-// matchAny reports whether name matches one of the AcceptEnv patterns.
-func matchAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if globMatch(p, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// globMatch matches * (any run) and ? (one byte) iteratively, in time
-// linear in len(p)*len(s) at worst.
-func globMatch(p, s string) bool {
-	pi, si, star, mark := 0, 0, -1, 0
-	for si < len(s) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi, mark = star+1, mark+1
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
 }
 
 // begin marks the session started; only one program per session.

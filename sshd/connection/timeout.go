@@ -3,6 +3,7 @@ package connection
 import (
 	"time"
 
+	"github.com/offload/offload/sshd/match"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -28,7 +29,7 @@ func (s *settings) channelTimeout(kind, sub string) time.Duration {
 		return 0
 	}
 	for _, t := range s.ChannelTimeouts {
-		if t.Type != "global" && (globMatch(t.Type, name) || sub != "" && globMatch(t.Type, sub)) {
+		if t.Type != "global" && (match.Glob(name, t.Type) || sub != "" && match.Glob(sub, t.Type)) {
 			return t.Timeout
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offload/offload/sshd/account"
+	"github.com/offload/offload/sshd/match"
 )
 
 // Refused is a connection the Tracker does not admit.
@@ -100,7 +100,7 @@ func (t *Tracker) network(addr netip.Addr) (netip.Prefix, *table) {
 func (t *Tracker) isExempt(addr netip.Addr) bool {
 	addr = addr.Unmap()
 	for _, e := range t.exempt {
-		if (e.prefix.IsValid() && e.prefix.Contains(addr)) || (e.pattern != "" && account.MatchPattern(addr.String(), e.pattern)) {
+		if (e.prefix.IsValid() && e.prefix.Contains(addr)) || (e.pattern != "" && match.Glob(addr.String(), e.pattern)) {
 			return true
 		}
 	}

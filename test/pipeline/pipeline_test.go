@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/pkcs11"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	ourpkcs11 "github.com/offload/offload/providers/pkcs11"
 )
 
@@ -66,7 +67,7 @@ func TestTokenLostMidTransfer(t *testing.T) {
 	c := srv.dial(t, gcm)
 	both(t, c, 1<<20) // lanes on both tokens
 	slot := tok.p.Tokens()[1].SlotID
-	id, err := tok.faults.Inject(ourpkcs11.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{slot}})
+	id, err := tok.faults.Inject(pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11.CKR_DEVICE_REMOVED, Slots: []uint{slot}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestTokenLostNoFallback(t *testing.T) {
 	srv := startServer(t, tok.registry(t), 0)
 	c := srv.dial(t, gcm)
 	both(t, c, 512<<10)
-	id, err := tok.faults.Inject(ourpkcs11.Fault{Calls: []string{"Encrypt", "Decrypt"}, Code: pkcs11.CKR_DEVICE_REMOVED})
+	id, err := tok.faults.Inject(pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Code: pkcs11.CKR_DEVICE_REMOVED})
 	if err != nil {
 		t.Fatal(err)
 	}

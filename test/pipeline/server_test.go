@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
@@ -36,8 +37,8 @@ import (
 // injector for latency.
 type tokens struct {
 	p      *pkcs11.Provider
-	faults *pkcs11.FaultInjector
-	delay  pkcs11.FaultID
+	faults *pkcs11faults.Injector
+	delay  pkcs11faults.ID
 }
 
 var tokenSeq struct {
@@ -68,7 +69,7 @@ func openTokensWith(tb testing.TB, n int, cfg pkcs11.Config) *tokens {
 		}
 		sels = append(sels, &uri.URI{Token: label})
 	}
-	t := &tokens{faults: &pkcs11.FaultInjector{}}
+	t := &tokens{faults: &pkcs11faults.Injector{}}
 	var err error
 	cfg.ModulePath, cfg.PINSource, cfg.Tokens = first.Module, first.PINFile, sels
 	cfg.MaxSessions, cfg.HealthInterval, cfg.Faults = 16, -1, t.faults
@@ -90,7 +91,7 @@ func (t *tokens) setDelay(tb testing.TB, d time.Duration) {
 	if d == 0 {
 		return
 	}
-	id, err := t.faults.Inject(pkcs11.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: d})
+	id, err := t.faults.Inject(pkcs11faults.Fault{Calls: []string{"Encrypt", "Decrypt"}, Delay: d})
 	if err != nil {
 		tb.Fatal(err)
 	}

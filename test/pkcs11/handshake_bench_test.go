@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/cpu"
@@ -92,7 +93,7 @@ func BenchmarkHostKeySign(b *testing.B) {
 type hostKey struct {
 	where  string // "file" or "softhsm"
 	signer crypto.Signer
-	calls  *pkcs11.FaultInjector // counts the token's calls; nil for a file
+	calls  *pkcs11faults.Injector // counts the token's calls; nil for a file
 }
 
 // hostKeys makes a key of kc's type, stores it in a file and in a new
@@ -100,7 +101,7 @@ type hostKey struct {
 func hostKeys(b *testing.B, kc hostKeyCase) (*provider.Registry, []hostKey) {
 	b.Helper()
 	tok := softhsmtest.NewToken(b, "hs-"+kc.name)
-	calls := &pkcs11.FaultInjector{} // no faults: it only counts
+	calls := &pkcs11faults.Injector{} // no faults: it only counts
 	reg, p := handshakeRegistry(b, tok, calls)
 	key, err := kc.gen()
 	if err != nil {
@@ -127,7 +128,7 @@ func hostKeys(b *testing.B, kc hostKeyCase) (*provider.Registry, []hostKey) {
 // handshakeRegistry registers the CPU, PKCS #11 and software providers,
 // as `offload sshd` does when a HostKey is a pkcs11: URI; calls counts
 // the module calls.
-func handshakeRegistry(b *testing.B, tok *softhsmtest.Token, calls *pkcs11.FaultInjector) (*provider.Registry, *pkcs11.Provider) {
+func handshakeRegistry(b *testing.B, tok *softhsmtest.Token, calls *pkcs11faults.Injector) (*provider.Registry, *pkcs11.Provider) {
 	b.Helper()
 	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{Faults: calls})
 	if err != nil {
@@ -209,7 +210,7 @@ func BenchmarkHandshakeUnits(b *testing.B) {
 				b.Run(fmt.Sprintf("delay=%v/sessions=%d/tokens=%d", delay, sessions, tokens), func(b *testing.B) {
 					reg, signer, faults := unitKey(b, tokens, sessions)
 					if delay > 0 {
-						if _, err := faults.Inject(pkcs11.Fault{Calls: []string{"Sign"}, Delay: delay}); err != nil {
+						if _, err := faults.Inject(pkcs11faults.Fault{Calls: []string{"Sign"}, Delay: delay}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -222,7 +223,7 @@ func BenchmarkHandshakeUnits(b *testing.B) {
 
 // unitKey makes tokens fresh tokens with pools of sessions, imports one
 // P-256 key into each, and opens it through a registry, the tokens peers.
-func unitKey(b *testing.B, tokens, sessions int) (*provider.Registry, crypto.Signer, *pkcs11.FaultInjector) {
+func unitKey(b *testing.B, tokens, sessions int) (*provider.Registry, crypto.Signer, *pkcs11faults.Injector) {
 	b.Helper()
 	var sels []*uri.URI
 	var first *softhsmtest.Token
@@ -233,7 +234,7 @@ func unitKey(b *testing.B, tokens, sessions int) (*provider.Registry, crypto.Sig
 		}
 		sels = append(sels, &uri.URI{Token: tok.Label})
 	}
-	faults := &pkcs11.FaultInjector{}
+	faults := &pkcs11faults.Injector{}
 	cfg := pkcs11.Config{ModulePath: first.Module, PINSource: first.PINFile, Tokens: sels, MaxSessions: sessions,
 		HealthInterval: -1, Faults: faults}
 	if tokens > 1 {

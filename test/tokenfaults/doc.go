@@ -2,7 +2,7 @@
 // under load (issue 7, item 3), in two ways: a real SoftHSM token is
 // deleted under a running server and restored (bulk_test.go,
 // hostkey_test.go), and chosen PKCS #11 calls are made to fail or answer
-// late through pkcs11.FaultInjector (inject_test.go, inject_sign_test.go),
+// late through pkcs11faults.Injector (inject_test.go, inject_sign_test.go),
 // while sessions transfer through `cat` with a sha256 check.
 //
 // Every case asserts that established sessions either complete with the

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
@@ -258,7 +259,7 @@ type failoverServer struct {
 
 // startFailoverServer makes the two tokens (labels prefix-prim and
 // prefix-back) and serves with the primary's key; f may be nil.
-func startFailoverServer(t *testing.T, prefix string, f *pkcs11.FaultInjector) *failoverServer {
+func startFailoverServer(t *testing.T, prefix string, f *pkcs11faults.Injector) *failoverServer {
 	t.Helper()
 	fs := &failoverServer{prim: softhsmtest.NewToken(t, prefix+"-prim"), back: softhsmtest.NewToken(t, prefix+"-back")}
 	var pub ssh.PublicKey

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offload/offload/providers/pkcs11"
+	"github.com/offload/offload/internal/pkcs11faults"
 )
 
 // rekeyEvery makes the client re-exchange keys often, so that an
@@ -61,7 +61,7 @@ func TestInjectHostKeyDeviceRemoved(t *testing.T) {
 	rekeying.RekeyThreshold = rekeyEvery
 	plain, openPlain := r.gated(t, 1, r.cfg)
 	rekey, openRekey := r.gated(t, 1, &rekeying)
-	r.inject(t, pkcs11.Fault{Calls: []string{"sign"}, Code: pkcs11.CKRDeviceRemoved})
+	r.inject(t, pkcs11faults.Fault{Calls: []string{"sign"}, Code: pkcs11faults.CKRDeviceRemoved})
 	why := r.refusedHandshake(t)
 	openPlain()
 	openRekey()
@@ -90,14 +90,14 @@ func TestInjectHostKeyDeviceRemoved(t *testing.T) {
 // signed on the failover token; cleared, the first token is reattached.
 func TestInjectHostKeyFailover(t *testing.T) {
 	requirePKCS11(t)
-	f := &pkcs11.FaultInjector{}
+	f := &pkcs11faults.Injector{}
 	fs := startFailoverServer(t, "tf-inj", f)
 	back, lb, p, srv, cfg := fs.back, fs.lb, fs.p, fs.srv, fs.cfg
 	gate := make(chan struct{})
 	established := startTransfer(srv.Addr, cfg, injectSize, 3, gate)
 	<-established.half
 
-	if _, err := f.Inject(pkcs11.Fault{Calls: []string{"all"}, Code: pkcs11.CKRDeviceRemoved,
+	if _, err := f.Inject(pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11faults.CKRDeviceRemoved,
 		Slots: []uint{p.Tokens()[0].SlotID}}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,8 @@ func TestInjectHostKeyFailover(t *testing.T) {
 func TestInjectLatency(t *testing.T) {
 	r := newRig(t, "tf-inj-slow", rigOptions{hostKey: true, bulk: true})
 	trs, open := r.gated(t, injectSessions, r.cfg)
-	r.inject(t, pkcs11.Fault{Calls: []string{"sign"}, Delay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
-	r.inject(t, pkcs11.Fault{Calls: []string{"bulk"}, Delay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond, Times: 30})
+	r.inject(t, pkcs11faults.Fault{Calls: []string{"sign"}, Delay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+	r.inject(t, pkcs11faults.Fault{Calls: []string{"bulk"}, Delay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond, Times: 30})
 	start := time.Now()
 	open()
 	slowest := concurrentHandshakes(t, r, 3)

@@ -12,13 +12,14 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/test/hostile/harness"
 )
 
-// The tests in this file fail a token through pkcs11.FaultInjector
+// The tests in this file fail a token through pkcs11faults.Injector
 // (Config.Faults) instead of deleting it: chosen PKCS #11 calls return a
 // chosen CKR_* value, or answer late, while sessions transfer.
 
@@ -36,7 +37,7 @@ const (
 type rig struct {
 	tok  *softhsmtest.Token
 	p    *pkcs11.Provider
-	f    *pkcs11.FaultInjector
+	f    *pkcs11faults.Injector
 	lb   *harness.LogBuffer
 	m    *provider.Metrics
 	srv  *harness.Server
@@ -54,7 +55,7 @@ type rigOptions struct {
 func newRig(t *testing.T, label string, o rigOptions) *rig {
 	t.Helper()
 	requirePKCS11(t)
-	r := &rig{tok: softhsmtest.NewToken(t, label), f: &pkcs11.FaultInjector{}, m: provider.NewMetrics()}
+	r := &rig{tok: softhsmtest.NewToken(t, label), f: &pkcs11faults.Injector{}, m: provider.NewMetrics()}
 	// The key goes in before this process opens the module: softhsm2-util
 	// writes the token's files from another process, and SoftHSM's file
 	// store can catch them half written and then fail every call on the
@@ -101,7 +102,7 @@ func newRig(t *testing.T, label string, o rigOptions) *rig {
 }
 
 // inject adds a fault or fails the test.
-func (r *rig) inject(t *testing.T, ft pkcs11.Fault) pkcs11.FaultID {
+func (r *rig) inject(t *testing.T, ft pkcs11faults.Fault) pkcs11faults.ID {
 	t.Helper()
 	id, err := r.f.Inject(ft)
 	if err != nil {
@@ -200,7 +201,7 @@ func TestInjectBulkSessionInvalid(t *testing.T) {
 	r := newRig(t, "tf-inj-sess", rigOptions{bulk: true})
 	trs, open := r.gated(t, injectSessions, r.cfg)
 	imports, before := r.f.Calls("CreateObject"), r.tokenGCM()
-	r.inject(t, pkcs11.Fault{Calls: []string{"bulk"}, Code: pkcs11.CKRSessionHandleInvalid, Times: 3})
+	r.inject(t, pkcs11faults.Fault{Calls: []string{"bulk"}, Code: pkcs11faults.CKRSessionHandleInvalid, Times: 3})
 	open()
 	few := outcomes(t, "3 session faults", trs)
 	moved := r.f.Calls("CreateObject") - imports
@@ -216,7 +217,7 @@ func TestInjectBulkSessionInvalid(t *testing.T) {
 	}
 
 	trs, open = r.gated(t, 2, r.cfg)
-	r.inject(t, pkcs11.Fault{Calls: []string{"bulk"}, Code: pkcs11.CKRSessionHandleInvalid})
+	r.inject(t, pkcs11faults.Fault{Calls: []string{"bulk"}, Code: pkcs11faults.CKRSessionHandleInvalid})
 	open()
 	persistent := outcomes(t, "persistent session faults", trs)
 	inGo := logCount(r.lb, inGoLog)
@@ -245,7 +246,7 @@ func TestInjectBulkSessionInvalid(t *testing.T) {
 func TestInjectBulkDeviceRemoved(t *testing.T) {
 	r := newRig(t, "tf-inj-dev", rigOptions{bulk: true})
 	trs, open := r.gated(t, injectSessions, r.cfg)
-	r.inject(t, pkcs11.Fault{Calls: []string{"all"}, Code: pkcs11.CKRDeviceRemoved, Slots: []uint{r.slot}})
+	r.inject(t, pkcs11faults.Fault{Calls: []string{"all"}, Code: pkcs11faults.CKRDeviceRemoved, Slots: []uint{r.slot}})
 	open()
 	kept := outcomes(t, "device removed under bulk", trs)
 	waitHealth(t, r.p, 0, false)
@@ -280,7 +281,7 @@ func TestInjectBulkDeviceRemoved(t *testing.T) {
 func TestBulkNoFallbackNoPanic(t *testing.T) {
 	r := newRig(t, "tf-nofallback", rigOptions{bulk: true, noFallback: true})
 	trs, open := r.gated(t, 2, r.cfg)
-	id := r.inject(t, pkcs11.Fault{Calls: []string{"bulk"}, Code: 0x30}) // CKR_DEVICE_ERROR
+	id := r.inject(t, pkcs11faults.Fault{Calls: []string{"bulk"}, Code: 0x30}) // CKR_DEVICE_ERROR
 	open()
 	for i, tr := range trs {
 		if got := tr.wait(t); got == "completed" {

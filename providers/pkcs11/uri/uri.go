@@ -541,8 +541,8 @@ func (d TokenInfo) URI() *URI {
 // Redact hides the value of pin-value in s, however it is spelled, so a
 // URI can be logged or put in an error. s need not parse: whatever follows
 // the first "?" is split at "&", and each pin-value (its name compared
-// without case, after unescaping) has its value replaced. provider.RedactRef
-// is this function.
+// without case, after unescaping) has its value replaced, the rule
+// provider.RedactRef applies to any reference.
 func Redact(s string) string {
 	head, query, ok := strings.Cut(s, "?")
 	if !ok {

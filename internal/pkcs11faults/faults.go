@@ -1,4 +1,4 @@
-package pkcs11
+package pkcs11faults
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/offload/offload/internal/devicewait"
 )
 
-// FaultInjector makes chosen PKCS #11 calls of a provider fail with a
+// Injector makes chosen PKCS #11 calls of a provider fail with a
 // chosen CKR_* value, or answer late, so that tests and chaos drills can
 // watch the recovery described under Faults in the package documentation
 // without pulling a device out. Set Config.Faults before Open: the
@@ -30,10 +30,10 @@ import (
 //
 // Use one injector per provider; providers of the same module may share
 // one. The zero value is ready to use.
-type FaultInjector struct {
+type Injector struct {
 	mu       sync.Mutex
 	rules    []*faultRule
-	nextID   FaultID
+	nextID   ID
 	sessSlot map[uint]uint // session handle -> slot, for Fault.Slots
 
 	active   atomic.Int32 // len(rules): the fast path skips the lock when 0
@@ -55,7 +55,7 @@ type Fault struct {
 	Code uint
 	// Delay is added before each affected call; with MaxDelay above it,
 	// the delay is drawn uniformly from [Delay, MaxDelay]. At most
-	// MaxFaultDelay.
+	// MaxDelay.
 	Delay, MaxDelay time.Duration
 	// Times is how many calls the fault affects; 0: until removed.
 	Times int
@@ -66,15 +66,15 @@ type Fault struct {
 	Slots []uint
 }
 
-// MaxFaultDelay bounds Fault.Delay and Fault.MaxDelay, so that a drill
+// MaxDelay bounds Fault.Delay and Fault.MaxDelay, so that a drill
 // cannot hang the provider's callers by mistake.
-const MaxFaultDelay = time.Minute
+const MaxDelay = time.Minute
 
-// FaultID names an injected fault for Remove.
-type FaultID uint64
+// ID names an injected fault for Remove.
+type ID uint64
 
 type faultRule struct {
-	id    FaultID
+	id    ID
 	funcs uint32 // bit i: faultFuncs[i]
 	code  uint
 	delay time.Duration
@@ -83,7 +83,7 @@ type faultRule struct {
 	slots []uint
 }
 
-// faultFuncs are the module functions the provider calls (the api
+// faultFuncs are the module functions the provider calls (the API
 // interface), in a fixed order: a function's index is its bit in a rule.
 var faultFuncs = [...]string{
 	"GetInfo", "GetSlotList", "GetSlotInfo", "GetTokenInfo", "GetMechanismList", "GetMechanismInfo",
@@ -143,13 +143,13 @@ var faultGroups = map[string][]string{
 // faultMask returns the bits of the functions names stands for.
 func faultMask(names []string) (uint32, error) {
 	if len(names) == 0 {
-		return 0, errors.New("pkcs11: fault names no calls (use \"all\" for every call)")
+		return 0, errors.New("pkcs11faults: fault names no calls (use \"all\" for every call)")
 	}
 	var mask uint32
 	for _, n := range names {
 		m, ok := callBits(n)
 		if !ok {
-			return 0, fmt.Errorf("pkcs11: fault: unknown PKCS #11 call or group %q", n)
+			return 0, fmt.Errorf("pkcs11faults: fault: unknown PKCS #11 call or group %q", n)
 		}
 		mask |= m
 	}
@@ -187,11 +187,11 @@ func funcBit(name string) uint32 {
 
 // Inject adds a fault and returns its id. It fails, changing nothing, on
 // an unknown call name, a negative Times or delay, a delay above
-// MaxFaultDelay, a MaxDelay below Delay, or a fault that would do nothing
+// MaxDelay, a MaxDelay below Delay, or a fault that would do nothing
 // (no code and no delay).
-func (f *FaultInjector) Inject(ft Fault) (FaultID, error) {
+func (f *Injector) Inject(ft Fault) (ID, error) {
 	if f == nil {
-		return 0, errors.New("pkcs11: Inject on a nil FaultInjector")
+		return 0, errors.New("pkcs11faults: Inject on a nil Injector")
 	}
 	r, err := newFaultRule(ft)
 	if err != nil {
@@ -213,15 +213,15 @@ func newFaultRule(ft Fault) (*faultRule, error) {
 	}
 	switch {
 	case ft.Times < 0:
-		return nil, fmt.Errorf("pkcs11: fault: Times %d is negative (0 means until removed)", ft.Times)
+		return nil, fmt.Errorf("pkcs11faults: fault: Times %d is negative (0 means until removed)", ft.Times)
 	case ft.Delay < 0 || ft.MaxDelay < 0:
-		return nil, errors.New("pkcs11: fault: negative delay")
-	case max(ft.Delay, ft.MaxDelay) > MaxFaultDelay:
-		return nil, fmt.Errorf("pkcs11: fault: delay above %v (model a hung token with a failure code)", MaxFaultDelay)
+		return nil, errors.New("pkcs11faults: fault: negative delay")
+	case max(ft.Delay, ft.MaxDelay) > MaxDelay:
+		return nil, fmt.Errorf("pkcs11faults: fault: delay above %v (model a hung token with a failure code)", MaxDelay)
 	case ft.MaxDelay != 0 && ft.MaxDelay < ft.Delay:
-		return nil, fmt.Errorf("pkcs11: fault: MaxDelay %v is below Delay %v", ft.MaxDelay, ft.Delay)
+		return nil, fmt.Errorf("pkcs11faults: fault: MaxDelay %v is below Delay %v", ft.MaxDelay, ft.Delay)
 	case ft.Code == 0 && ft.Delay == 0 && ft.MaxDelay == 0:
-		return nil, errors.New("pkcs11: fault does nothing: give a CKR_* code, a delay or both")
+		return nil, errors.New("pkcs11faults: fault does nothing: give a CKR_* code, a delay or both")
 	}
 	r := &faultRule{funcs: mask, code: ft.Code, delay: ft.Delay, left: ft.Times, slots: slices.Clone(ft.Slots)}
 	if ft.MaxDelay > ft.Delay {
@@ -235,19 +235,19 @@ func newFaultRule(ft Fault) (*faultRule, error) {
 
 // Fail is Inject of a fault making calls return code, times times
 // (0: until removed).
-func (f *FaultInjector) Fail(code uint, times int, calls ...string) (FaultID, error) {
+func (f *Injector) Fail(code uint, times int, calls ...string) (ID, error) {
 	return f.Inject(Fault{Calls: calls, Code: code, Times: times})
 }
 
 // Slow is Inject of a delay drawn from [min, max] before calls, times
 // times (0: until removed).
-func (f *FaultInjector) Slow(min, max time.Duration, times int, calls ...string) (FaultID, error) {
+func (f *Injector) Slow(min, max time.Duration, times int, calls ...string) (ID, error) {
 	return f.Inject(Fault{Calls: calls, Delay: min, MaxDelay: max, Times: times})
 }
 
 // Remove removes one fault; it reports whether the fault was still there
 // (a fault whose Times ran out is gone by itself).
-func (f *FaultInjector) Remove(id FaultID) bool {
+func (f *Injector) Remove(id ID) bool {
 	if f == nil {
 		return false
 	}
@@ -260,7 +260,7 @@ func (f *FaultInjector) Remove(id FaultID) bool {
 }
 
 // Clear removes every fault. Calls already sleeping finish their delay.
-func (f *FaultInjector) Clear() {
+func (f *Injector) Clear() {
 	if f == nil {
 		return
 	}
@@ -271,7 +271,7 @@ func (f *FaultInjector) Clear() {
 }
 
 // Active is the number of faults in force.
-func (f *FaultInjector) Active() int {
+func (f *Injector) Active() int {
 	if f == nil {
 		return 0
 	}
@@ -280,7 +280,7 @@ func (f *FaultInjector) Active() int {
 
 // Calls is the number of calls the provider made to a function, or to
 // every function of a group, through the injector (0 for unknown names).
-func (f *FaultInjector) Calls(name string) uint64 {
+func (f *Injector) Calls(name string) uint64 {
 	if f == nil {
 		return 0
 	}
@@ -288,7 +288,7 @@ func (f *FaultInjector) Calls(name string) uint64 {
 }
 
 // Injected is the number of those calls a fault failed or delayed.
-func (f *FaultInjector) Injected(name string) uint64 {
+func (f *Injector) Injected(name string) uint64 {
 	if f == nil {
 		return 0
 	}
@@ -312,7 +312,7 @@ func sumCounts(counts *[numFaultFuncs]atomic.Uint64, name string) uint64 {
 // before is called by the wrapper ahead of function fn on a slot (hasSlot
 // false: the call names none). It sleeps for any delay and returns the
 // CKR_* code to fail with, or 0.
-func (f *FaultInjector) before(fn int, slot uint, hasSlot bool) uint {
+func (f *Injector) before(fn int, slot uint, hasSlot bool) uint {
 	f.calls[fn].Add(1)
 	if f.active.Load() == 0 {
 		return 0
@@ -328,7 +328,7 @@ func (f *FaultInjector) before(fn int, slot uint, hasSlot bool) uint {
 }
 
 // beforeSession is before for a call on session h.
-func (f *FaultInjector) beforeSession(fn int, h uint) uint {
+func (f *Injector) beforeSession(fn int, h uint) uint {
 	if f.active.Load() == 0 {
 		f.calls[fn].Add(1)
 		return 0
@@ -342,7 +342,7 @@ func (f *FaultInjector) beforeSession(fn int, h uint) uint {
 // match applies the faults matching a call: every matching delay-only
 // fault and the first matching failure spend one of their Times and add
 // their delay.
-func (f *FaultInjector) match(fn int, slot uint, hasSlot bool) (code uint, delay time.Duration, hit bool) {
+func (f *Injector) match(fn int, slot uint, hasSlot bool) (code uint, delay time.Duration, hit bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	kept := f.rules[:0]
@@ -373,7 +373,7 @@ func (f *FaultInjector) match(fn int, slot uint, hasSlot bool) (code uint, delay
 }
 
 // opened and closed track which slot each session is on.
-func (f *FaultInjector) opened(h, slot uint) {
+func (f *Injector) opened(h, slot uint) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sessSlot == nil {
@@ -382,7 +382,7 @@ func (f *FaultInjector) opened(h, slot uint) {
 	f.sessSlot[h] = slot
 }
 
-func (f *FaultInjector) closed(h uint) {
+func (f *Injector) closed(h uint) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.sessSlot, h)

@@ -1,4 +1,4 @@
-package pkcs11
+package pkcs11faults
 
 import (
 	"strings"
@@ -17,16 +17,16 @@ func TestFaultInjectRejectsBadInput(t *testing.T) {
 		"delay too long":  {Calls: []string{"sign"}, Delay: time.Millisecond, MaxDelay: time.Hour},
 		"does nothing":    {Calls: []string{"sign"}},
 	}
-	var f FaultInjector
+	var f Injector
 	for name, ft := range bad {
-		if _, err := f.Inject(ft); err == nil || !strings.HasPrefix(err.Error(), "pkcs11: ") {
-			t.Errorf("%s: Inject(%+v) = %v, want a pkcs11: error", name, ft, err)
+		if _, err := f.Inject(ft); err == nil || !strings.HasPrefix(err.Error(), "pkcs11faults: ") {
+			t.Errorf("%s: Inject(%+v) = %v, want a pkcs11faults: error", name, ft, err)
 		}
 	}
 	if f.Active() != 0 {
 		t.Errorf("%d faults active after only bad input", f.Active())
 	}
-	var nilF *FaultInjector
+	var nilF *Injector
 	if _, err := nilF.Inject(Fault{Calls: []string{"sign"}, Code: 1}); err == nil {
 		t.Errorf("Inject on a nil injector succeeded")
 	}
@@ -37,7 +37,7 @@ func TestFaultInjectRejectsBadInput(t *testing.T) {
 }
 
 func TestFaultTimesAndGroups(t *testing.T) {
-	var f FaultInjector
+	var f Injector
 	if _, err := f.Fail(CKRSessionHandleInvalid, 2, "bulk"); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestFaultTimesAndGroups(t *testing.T) {
 }
 
 func TestFaultSlotsAndOrder(t *testing.T) {
-	var f FaultInjector
+	var f Injector
 	first, _ := f.Fail(CKRDeviceRemoved, 0, "all")
 	f.Remove(first)
 	id, err := f.Inject(Fault{Calls: []string{"sign", "probe"}, Code: CKRDeviceRemoved, Slots: []uint{7}})
@@ -109,7 +109,7 @@ func TestFaultSlotsAndOrder(t *testing.T) {
 }
 
 func TestFaultDelay(t *testing.T) {
-	var f FaultInjector
+	var f Injector
 	if _, err := f.Slow(20*time.Millisecond, 40*time.Millisecond, 3, "sign"); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestFaultDelay(t *testing.T) {
 // TestFaultConcurrent injects, counts and clears from many goroutines;
 // run it with -race.
 func TestFaultConcurrent(t *testing.T) {
-	var f FaultInjector
+	var f Injector
 	if _, err := f.Fail(CKRSessionHandleInvalid, 500, "Encrypt"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +166,8 @@ func TestFaultConcurrent(t *testing.T) {
 	}
 }
 
-func TestParseFault(t *testing.T) {
-	ft, err := ParseFault("calls=sign,bulk code=CKR_DEVICE_REMOVED times=3 slot=12,13 delay=50ms max-delay=200ms")
+func TestParse(t *testing.T) {
+	ft, err := Parse("calls=sign,bulk code=CKR_DEVICE_REMOVED times=3 slot=12,13 delay=50ms max-delay=200ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,20 +176,20 @@ func TestParseFault(t *testing.T) {
 	if ft.String() != want.String() {
 		t.Errorf("parsed %q, want %q", ft, want)
 	}
-	again, err := ParseFault(ft.String())
+	again, err := Parse(ft.String())
 	if err != nil || again.String() != ft.String() {
 		t.Errorf("round trip: %q, %v", again, err)
 	}
 	for _, s := range []string{"code=session_handle_invalid calls=Encrypt", "calls=all code=0xB3", "calls=decrypt code=179"} {
-		if ft, err := ParseFault(s); err != nil || ft.Code != CKRSessionHandleInvalid {
+		if ft, err := Parse(s); err != nil || ft.Code != CKRSessionHandleInvalid {
 			t.Errorf("%q: %+v, %v", s, ft, err)
 		}
 	}
 	for _, s := range []string{"", "calls=sign", "code=CKR_DEVICE_REMOVED", "calls=sign code=CKR_NOPE",
 		"calls=sign code=0x32 times=x", "calls=sign delay=fast", "calls=sign code=0x32 slot=a",
 		"calls=sign code=0x32 color=red", "calls=sign calls=bulk code=0x32", "calls=sign code", "calls=sign code=0x32 times=-2"} {
-		if _, err := ParseFault(s); err == nil || !strings.HasPrefix(err.Error(), "pkcs11: ") {
-			t.Errorf("ParseFault(%q) = %v, want a pkcs11: error", s, err)
+		if _, err := Parse(s); err == nil || !strings.HasPrefix(err.Error(), "pkcs11faults: ") {
+			t.Errorf("Parse(%q) = %v, want a pkcs11faults: error", s, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package pkcs11
+package pkcs11faults
 
 import (
 	"fmt"
@@ -10,17 +10,10 @@ import (
 // CKR_* values the fault injector is most often asked for, usable in
 // builds without cgo (the names follow PKCS #11; see ParseCKR for the rest).
 const (
-	CKRGeneralError         uint = 0x05
-	CKRFunctionFailed       uint = 0x06
 	CKRDeviceError          uint = 0x30
 	CKRDeviceMemory         uint = 0x31
 	CKRDeviceRemoved        uint = 0x32
-	CKRKeyHandleInvalid     uint = 0x60
-	CKRObjectHandleInvalid  uint = 0x82
-	CKRSessionClosed        uint = 0xB0
 	CKRSessionHandleInvalid uint = 0xB3
-	CKRTokenNotPresent      uint = 0xE0
-	CKRUserNotLoggedIn      uint = 0x101
 )
 
 // ckrNames are the CKR_* values ParseCKR knows by name: those the
@@ -60,7 +53,7 @@ func ParseCKR(s string) (uint, error) {
 	if v, err := strconv.ParseUint(s, 0, 32); err == nil {
 		return uint(v), nil
 	}
-	return 0, fmt.Errorf("pkcs11: unknown CKR_* value %q (give a name such as CKR_DEVICE_REMOVED or a number)", s)
+	return 0, fmt.Errorf("pkcs11faults: unknown CKR_* value %q (give a name such as CKR_DEVICE_REMOVED or a number)", s)
 }
 
 // CKRName returns the name of a CKR_* value ParseCKR knows, or its number
@@ -74,7 +67,7 @@ func CKRName(code uint) string {
 	return fmt.Sprintf("0x%X", code)
 }
 
-// ParseFault reads a fault from space-separated key=value fields, for
+// Parse reads a fault from space-separated key=value fields, for
 // configuration and command lines:
 //
 //	calls=sign,bulk code=CKR_DEVICE_REMOVED times=3 slot=1234 delay=50ms max-delay=200ms
@@ -82,20 +75,20 @@ func CKRName(code uint) string {
 // calls is required; code, delay or both; times (0: until removed), slot
 // (a comma-separated list) and max-delay are optional. Fault.String
 // prints this form back.
-func ParseFault(spec string) (Fault, error) {
+func Parse(spec string) (Fault, error) {
 	var ft Fault
 	seen := map[string]bool{}
 	for _, field := range strings.Fields(spec) {
 		k, v, ok := strings.Cut(field, "=")
 		if !ok || v == "" {
-			return Fault{}, fmt.Errorf("pkcs11: fault %q: field %q is not key=value", spec, field)
+			return Fault{}, fmt.Errorf("pkcs11faults: fault %q: field %q is not key=value", spec, field)
 		}
 		if seen[k] {
-			return Fault{}, fmt.Errorf("pkcs11: fault %q: %s given twice", spec, k)
+			return Fault{}, fmt.Errorf("pkcs11faults: fault %q: %s given twice", spec, k)
 		}
 		seen[k] = true
 		if err := ft.set(k, v); err != nil {
-			return Fault{}, fmt.Errorf("pkcs11: fault %q: %w", spec, err)
+			return Fault{}, fmt.Errorf("pkcs11faults: fault %q: %w", spec, err)
 		}
 	}
 	if _, err := newFaultRule(ft); err != nil {
@@ -135,7 +128,7 @@ func (ft *Fault) set(k, v string) error {
 	return nil
 }
 
-// String prints the fault as ParseFault reads it.
+// String prints the fault as Parse reads it.
 func (ft Fault) String() string {
 	parts := []string{"calls=" + strings.Join(ft.Calls, ",")}
 	if ft.Code != 0 {
