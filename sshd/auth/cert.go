@@ -207,7 +207,9 @@ func (s *decider) certFromLine(c *ssh.Certificate, l *authorizedLine) (*grant, e
 		return nil, err
 	}
 	principal := s.user
-	if l.opts.principals != nil {
+	if l.opts.principals == nil && len(c.ValidPrincipals) == 0 {
+		principal = "" // any user (certany.go)
+	} else if l.opts.principals != nil {
 		i := slices.IndexFunc(c.ValidPrincipals, func(p string) bool { return slices.Contains(l.opts.principals, p) })
 		if i < 0 {
 			return nil, reject("no principal of the certificate is in principals=")
@@ -220,8 +222,7 @@ func (s *decider) certFromLine(c *ssh.Certificate, l *authorizedLine) (*grant, e
 // checkCert checks c's signature, validity, principal and critical
 // options, and merges its restrictions with the line's options.
 func (s *decider) checkCert(c *ssh.Certificate, principal string, opts *keyOptions) (*grant, error) {
-	checker := &ssh.CertChecker{SupportedCriticalOptions: supportedCriticalOptions, Clock: s.cfg.now}
-	if err := checker.CheckCert(principal, c); err != nil {
+	if err := s.validCert(c, principal); err != nil {
 		return nil, rejectf(err, "certificate refused")
 	}
 	if src, ok := c.CriticalOptions[optSourceAddress]; ok && match.CIDRs(s.addr, src) != match.Matched {
