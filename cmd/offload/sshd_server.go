@@ -312,7 +312,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 }
 
 // sessionSettings translates the keywords of sessions: ForceCommand,
-// PermitTTY, PermitUserRC, PrintMotd, SetEnv, PermitUserEnvironment
+// PermitTTY, PermitUserRC, PrintMotd, SetEnv, ExposeAuthInfo, PermitUserEnvironment
 // (~/.ssh/environment; auth passes environment= options, which the
 // connection layer filters by the same patterns), ChannelTimeout and
 // UnusedConnectionTimeout.
@@ -321,6 +321,7 @@ func sessionSettings(c *config.Config, cc *connection.Config) {
 	cc.NoTTY, cc.NoUserRC, cc.NoMotd = !c.PermitTTY, !c.PermitUserRC, !c.PrintMotd
 	cc.Nologin = !c.UsePAM // with PAM, pam_nologin decides at login
 	cc.SetEnv = c.SetEnv
+	cc.ExposeAuthInfo = c.ExposeAuthInfo
 	switch {
 	case c.PermitUserEnvironmentList != nil:
 		cc.PermitUserEnvironment = c.PermitUserEnvironmentList
