@@ -163,7 +163,7 @@ var keywords = []*keyword{
 	localUserKW("AuthorizedPrincipalsCommandUser", func(c *Config) *string { return &c.AuthorizedPrincipalsCommandUser }).perConnection().
 		supported("auth.Config.AuthorizedPrincipalsCommandUser").eg("nobody"),
 	pathKW("HostKeyAgent", func(c *Config) *string { return &c.HostKeyAgent }).
-		refused("transport", "host keys held by an ssh-agent", "none").eg("/run/agent.sock"),
+		supported("daemon: a HostKey the registry cannot open is a public key file, signed with by this ssh-agent (SSH_AUTH_SOCK: the environment's)").eg("/run/agent.sock"),
 	algKW("KexAlgorithms", KexList, func(c *Config) *[]string { return &c.KexAlgorithms }).
 		supported("sshd.Config.KexAlgorithms").eg("curve25519-sha256"),
 	algKW("CASignatureAlgorithms", CASigList, func(c *Config) *[]string { return &c.CASignatureAlgorithms }).perConnection().
