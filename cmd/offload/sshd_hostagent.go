@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/offload/offload/provider"
@@ -77,6 +78,9 @@ func (a *hostAgent) signer(ref string) (crypto.Signer, error) {
 		return nil, err
 	}
 	cpub, ok := pub.(ssh.CryptoPublicKey)
+	if strings.HasPrefix(pub.Type(), "sk-") {
+		return nil, fmt.Errorf("%s: security-key (FIDO) host keys are not implemented, in an agent or not", ref)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%s: a %s key cannot be a host key", ref, pub.Type())
 	}

@@ -166,3 +166,25 @@ func agentTestRegistry(t *testing.T, c *config.Config) *provider.Registry {
 	t.Cleanup(func() { reg.Close() })
 	return reg
 }
+
+// A security-key public key is refused with its reason, not served.
+func TestHostKeyAgentRefusesSecurityKeys(t *testing.T) {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	blob := ssh.Marshal(struct {
+		Name string
+		Key  []byte
+		App  string
+	}{"sk-ssh-ed25519@openssh.com", pub, "ssh:"})
+	k, err := ssh.ParsePublicKey(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sk.pub")
+	if err := os.WriteFile(path, ssh.MarshalAuthorizedKey(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &hostAgent{sock: serveTestAgent(t)}
+	if _, err := a.signer(path); err == nil || !strings.Contains(err.Error(), "security-key") {
+		t.Errorf("signer: %v", err)
+	}
+}
