@@ -384,6 +384,7 @@ type daemonView struct {
 	Syslog           string
 	TCPKeepAlive     bool
 	HostKeys         []string
+	HostKeyAgent     string // openHostKeys: the agent of public HostKey files
 	Policy           string
 	PKCS11Module     string
 	PKCS11Tokens     []string
@@ -402,7 +403,7 @@ func daemonViewOf(c *config.Config) daemonView {
 	}
 	return daemonView{
 		Listen: listenKeys(c), PidFile: c.PidFile, LogLevel: c.SlogLevel(), Syslog: syslogFacility(c),
-		TCPKeepAlive: c.TCPKeepAlive, HostKeys: c.HostKeys, Policy: c.Policy().String(),
+		TCPKeepAlive: c.TCPKeepAlive, HostKeys: c.HostKeys, HostKeyAgent: c.HostKeyAgent, Policy: c.Policy().String(),
 		PKCS11Module: c.PKCS11Module, PKCS11Tokens: toks, PKCS11PinSource: c.PKCS11PinSource,
 		PKCS11Env: c.PKCS11Env, PKCS11StateDir: pinStateDir(c),
 		CalibrationCache: c.CalibrationCache, Metrics: c.MetricsAddress,
