@@ -19,6 +19,7 @@ const (
 	KindSoftware Kind = iota + 1 // portable code
 	KindCPU                      // CPU instructions made for cryptography
 	KindHardware                 // a separate device, usually through PKCS #11
+	KindAgent                    // another process holds the key: an ssh-agent
 )
 
 func (k Kind) String() string {
@@ -29,6 +30,8 @@ func (k Kind) String() string {
 		return "cpu"
 	case KindHardware:
 		return "hardware"
+	case KindAgent:
+		return "agent"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }

@@ -199,13 +199,16 @@ type hostKey struct {
 // (config.DefaultHostKeys) that it can, skipping the others as sshd does;
 // none at all is an error: an ephemeral key would change at each start.
 // A configured key that cannot be opened is logged and skipped, as sshd
-// does; the start fails when no key remains.
+// does; the start fails when no key remains. With HostKeyAgent, a HostKey
+// whose private key the registry cannot open is, as in sshd, the public
+// key of a key the agent holds (openHostKey).
 func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry, log *slog.Logger) ([]hostKey, error) {
 	defaults := !c.IsSet("HostKey")
+	agent := openHostAgent(c, log)
 	var out []hostKey
 	var failed []string
 	for _, ref := range c.HostKeys {
-		s, p, err := reg.OpenSigner(ctx, ref)
+		k, err := openHostKey(ctx, reg, agent, ref)
 		if err != nil && defaults {
 			continue // a default key that does not exist or cannot be read
 		}
@@ -217,7 +220,7 @@ func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry,
 			}
 			continue
 		}
-		out = append(out, hostKey{ref: ref, signer: s, provider: p.Name()})
+		out = append(out, k)
 	}
 	switch {
 	case len(out) > 0:
@@ -227,6 +230,30 @@ func openHostKeys(ctx context.Context, c *config.Config, reg *provider.Registry,
 	}
 	return nil, fmt.Errorf("no HostKey configured (a key file, or a pkcs11: URI), and none of %s can be read",
 		strings.Join(redactRefs(c.HostKeys), ", "))
+}
+
+// openHostKey opens ref through the registry or, failing that and with
+// an agent (HostKeyAgent), as a public key file whose private key the
+// agent holds; the registry's error is the one reported when neither can.
+func openHostKey(ctx context.Context, reg *provider.Registry, agent *hostAgent, ref string) (hostKey, error) {
+	s, p, err := reg.OpenSigner(ctx, ref)
+	if err == nil {
+		return hostKey{ref: ref, signer: s, provider: p.Name()}, nil
+	}
+	if uri.IsURI(ref) {
+		return hostKey{}, err
+	}
+	if agent == nil {
+		if _, perr := readPublicKeyFile(ref); perr == nil {
+			err = errPublicOnly
+		}
+		return hostKey{}, err
+	}
+	as, aerr := agent.signer(ref)
+	if aerr != nil {
+		return hostKey{}, err
+	}
+	return hostKey{ref: ref, signer: as, provider: agentProviderName}, nil
 }
 
 func redactRefs(refs []string) []string {

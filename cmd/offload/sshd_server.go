@@ -312,7 +312,7 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 }
 
 // sessionSettings translates the keywords of sessions: ForceCommand,
-// PermitTTY, PermitUserRC, PrintMotd, SetEnv, PermitUserEnvironment
+// PermitTTY, PermitUserRC, PrintMotd, SetEnv, ExposeAuthInfo, PermitUserEnvironment
 // (~/.ssh/environment; auth passes environment= options, which the
 // connection layer filters by the same patterns), ChannelTimeout and
 // UnusedConnectionTimeout.
@@ -321,6 +321,7 @@ func sessionSettings(c *config.Config, cc *connection.Config) {
 	cc.NoTTY, cc.NoUserRC, cc.NoMotd = !c.PermitTTY, !c.PermitUserRC, !c.PrintMotd
 	cc.Nologin = !c.UsePAM // with PAM, pam_nologin decides at login
 	cc.SetEnv = c.SetEnv
+	cc.ExposeAuthInfo = c.ExposeAuthInfo
 	switch {
 	case c.PermitUserEnvironmentList != nil:
 		cc.PermitUserEnvironment = c.PermitUserEnvironmentList
@@ -383,6 +384,7 @@ type daemonView struct {
 	Syslog           string
 	TCPKeepAlive     bool
 	HostKeys         []string
+	HostKeyAgent     string // openHostKeys: the agent of public HostKey files
 	Policy           string
 	PKCS11Module     string
 	PKCS11Tokens     []string
@@ -401,7 +403,7 @@ func daemonViewOf(c *config.Config) daemonView {
 	}
 	return daemonView{
 		Listen: listenKeys(c), PidFile: c.PidFile, LogLevel: c.SlogLevel(), Syslog: syslogFacility(c),
-		TCPKeepAlive: c.TCPKeepAlive, HostKeys: c.HostKeys, Policy: c.Policy().String(),
+		TCPKeepAlive: c.TCPKeepAlive, HostKeys: c.HostKeys, HostKeyAgent: c.HostKeyAgent, Policy: c.Policy().String(),
 		PKCS11Module: c.PKCS11Module, PKCS11Tokens: toks, PKCS11PinSource: c.PKCS11PinSource,
 		PKCS11Env: c.PKCS11Env, PKCS11StateDir: pinStateDir(c),
 		CalibrationCache: c.CalibrationCache, Metrics: c.MetricsAddress,

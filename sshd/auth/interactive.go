@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -227,7 +228,7 @@ func (s *decider) kbdNext(ctx context.Context) (outcome, *perm.Permissions) {
 		return failed, nil
 	}
 	s.pamAccountDone = k.answered
-	return succeeded, &perm.Permissions{User: s.user, Method: methodKbdInt}
+	return succeeded, &perm.Permissions{User: s.user, Method: methodKbdInt, AuthInfo: []string{methodKbdInt + "/" + kbdIntDevicePAM}}
 }
 
 func joinTexts(ms []pam.Message) string {
@@ -300,6 +301,9 @@ func (s *decider) respond(ctx context.Context, k *kbdRound, responses []string) 
 // succeed completes a method: a partial success while AuthenticationMethods
 // wants more, else the account checks and the login.
 func (s *decider) succeed(ctx context.Context, method string, perms *perm.Permissions) *Decision {
+	if len(perms.AuthInfo) == 0 {
+		perms.AuthInfo = []string{method}
+	}
 	s.partial = mergePerms(s.partial, perms)
 	if !s.prog.complete(method) {
 		s.authLog(s.log.Info, "Partial", method)
@@ -374,6 +378,7 @@ func restrictToPasswordChange(p *perm.Permissions) {
 func mergePerms(a, b *perm.Permissions) *perm.Permissions {
 	if a == nil {
 		c := *b
+		c.AuthInfo = slices.Clone(b.AuthInfo)
 		return &c
 	}
 	if a.ForceCommand == "" {
@@ -389,6 +394,7 @@ func mergePerms(a, b *perm.Permissions) *perm.Permissions {
 		a.PermitListen = b.PermitListen
 	}
 	a.Environment = append(a.Environment, b.Environment...)
+	a.AuthInfo = append(a.AuthInfo, b.AuthInfo...)
 	a.NoPTY = a.NoPTY || b.NoPTY
 	a.NoPortForwarding = a.NoPortForwarding || b.NoPortForwarding
 	a.NoAgentForwarding = a.NoAgentForwarding || b.NoAgentForwarding

@@ -39,6 +39,7 @@ func (s *decider) publicKey(req *Request) (outcome, *perm.Permissions) {
 		return s.fail(req, err), nil
 	}
 	g.perms.Method, g.perms.KeyFingerprint = methodPublicKey, fingerprint(key)
+	g.perms.AuthInfo = []string{publicKeyInfo(req.KeyBlob, sig)}
 	if s.usedKeys[g.perms.KeyFingerprint] {
 		return s.fail(req, reject("key already used for an earlier authentication method")), nil
 	}

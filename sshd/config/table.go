@@ -126,8 +126,8 @@ var keywords = []*keyword{
 		supported("connection.Config.StreamLocalBindUnlink").eg("yes"),
 	enumKW("FingerprintHash", "SHA256", func(c *Config) *string { return &c.FingerprintHash }, []string{"SHA256", "MD5"}, nil).
 		refused("auth", "MD5 fingerprints in logs", "SHA256").eg("md5"),
-	boolKW("ExposeAuthInfo", false, func(c *Config) *bool { return &c.ExposeAuthInfo }).match().
-		refused("connection", "SSH_USER_AUTH (ExposeAuthInfo)", "no").eg("yes"),
+	boolKW("ExposeAuthInfo", false, func(c *Config) *bool { return &c.ExposeAuthInfo }).perConnection().
+		supported("connection.Config.ExposeAuthInfo: SSH_USER_AUTH names a file of the user's with the methods that succeeded, removed when the connection ends").eg("yes"),
 	boolKW("RefuseConnection", false, func(c *Config) *bool { return &c.RefuseConnection }).perConnection().
 		supported("sshd.Config.PerConnection: an error, which refuses the connection once its user is known").eg("yes"),
 	pathKW("PidFile", func(c *Config) *string { return &c.PidFile }).
@@ -163,7 +163,7 @@ var keywords = []*keyword{
 	localUserKW("AuthorizedPrincipalsCommandUser", func(c *Config) *string { return &c.AuthorizedPrincipalsCommandUser }).perConnection().
 		supported("auth.Config.AuthorizedPrincipalsCommandUser").eg("nobody"),
 	pathKW("HostKeyAgent", func(c *Config) *string { return &c.HostKeyAgent }).
-		refused("transport", "host keys held by an ssh-agent", "none").eg("/run/agent.sock"),
+		supported("daemon: a HostKey the registry cannot open is a public key file, signed with by this ssh-agent (SSH_AUTH_SOCK: the environment's)").eg("/run/agent.sock"),
 	algKW("KexAlgorithms", KexList, func(c *Config) *[]string { return &c.KexAlgorithms }).
 		supported("sshd.Config.KexAlgorithms").eg("curve25519-sha256"),
 	algKW("CASignatureAlgorithms", CASigList, func(c *Config) *[]string { return &c.CASignatureAlgorithms }).perConnection().

@@ -175,6 +175,11 @@ type Config struct {
 	PermitUserEnvironment []string
 	// NoUserRC skips ~/.ssh/rc (PermitUserRC no); /etc/ssh/sshrc still runs.
 	NoUserRC bool
+	// ExposeAuthInfo writes the login's perm.Permissions.AuthInfo to a
+	// file of the user's (mode 0600, in the temporary directory, removed
+	// when the connection ends) named by SSH_USER_AUTH in every session
+	// (ExposeAuthInfo yes).
+	ExposeAuthInfo bool `json:",omitempty"`
 	// NoMotd does not print /etc/motd at interactive logins (PrintMotd no).
 	NoMotd bool
 	// NoLastLog does not print the last login (PrintLastLog no).

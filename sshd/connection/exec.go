@@ -291,7 +291,7 @@ func (s *session) prepare(c *exec.Cmd, a *account, orig *string) {
 // value replaces an earlier one): the client's accepted variables; USER,
 // LOGNAME, HOME, PATH, MAIL, SHELL, TZ, TERM, DISPLAY; SSH_AUTH_SOCK;
 // authorized_keys environment=; ~/.ssh/environment (PermitUserEnvironment);
-// SetEnv; then SSH_CLIENT, SSH_CONNECTION, SSH_TTY and
+// SetEnv; then SSH_CLIENT, SSH_CONNECTION, SSH_USER_AUTH, SSH_TTY and
 // SSH_ORIGINAL_COMMAND.
 func (s *session) environ(a *account, orig *string) []string {
 	var e envList
@@ -334,6 +334,9 @@ func (s *session) environ(a *account, orig *string) []string {
 	lh, lp := hostPort(s.m.addrs.Local)
 	e.set("SSH_CLIENT", rh+" "+rp+" "+lp)
 	e.set("SSH_CONNECTION", rh+" "+rp+" "+lh+" "+lp)
+	if path := s.m.authInfoPath(a); path != "" {
+		e.set("SSH_USER_AUTH", path)
+	}
 	if s.pty != nil && s.pty.name != "" {
 		e.set("SSH_TTY", s.pty.name)
 	}

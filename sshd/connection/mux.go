@@ -42,6 +42,7 @@ type mux struct {
 	opening        map[uint32]*channel // channels we opened, awaiting the peer's answer
 	fwd            forwards            // listeners for the peer (listen.go)
 	agent          agentState          // the forwarded agent's socket (agent.go)
+	authInfo       authInfoFile        // SSH_USER_AUTH (authinfo.go)
 	idleSince      atomic.Int64        // unix nanos the last channel closed; 0 while channels are open
 	procs          procSession         // Config.OpenProcessSession's, opened on first use
 	qosOnce        sync.Once           // IPQoS, set by the first session (qos.go)
@@ -141,6 +142,7 @@ func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) 
 	m.mu.Unlock()
 	m.fwd.closeAll()
 	m.agent.close()
+	m.authInfo.close()
 	m.ctl.close()
 	m.wg.Wait()
 	m.closeProcessSession()

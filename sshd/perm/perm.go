@@ -31,4 +31,10 @@ type Permissions struct {
 	NoAgentForwarding bool
 	NoX11Forwarding   bool
 	NoUserRC          bool
+
+	// AuthInfo lists the methods that succeeded for this login, in order,
+	// one line each as OpenSSH's ExposeAuthInfo writes them: the method
+	// ("password", "keyboard-interactive/pam"), and for publickey the key
+	// in authorized_keys form ("publickey ssh-ed25519 AAAA...").
+	AuthInfo []string `json:",omitempty"`
 }

@@ -55,7 +55,7 @@ func NewHostKeySigner(signers []crypto.Signer, rand io.Reader) (HostKeySigner, [
 	ls := &localSigner{rand: rand, keys: map[string]ssh.AlgorithmSigner{}, prov: map[string]string{}}
 	var pubs []ssh.PublicKey
 	for i, s := range signers {
-		w, err := ssh.NewSignerFromSigner(s)
+		w, err := wireSigner(s)
 		if err != nil {
 			return nil, nil, fmt.Errorf("transport: host key %d: %w", i, err)
 		}
