@@ -48,6 +48,7 @@ PermitRootLogin prohibit-password
 LogLevel INFO
 PidFile none
 StrictModes no
+AcceptEnv SHLVL
 CalibrationCache $work/calib
 CONF
 cat >"$work/pm.py" <<'PY'
@@ -61,7 +62,9 @@ for _ in range(int(sys.argv[3])):
     c.close()
     print("%.3f" % ((time.perf_counter() - t) * 1000))
 PY
-ssh=(ssh -q -i "$work/ck" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o BatchMode=yes -p 2419 "$user@127.0.0.1")
+ssh=(ssh -q -i "$work/ck" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o BatchMode=yes -o SetEnv=SHLVL=1 -p 2419 "$user@127.0.0.1")
+# SHLVL: bash reads ~/.bashrc for a remote command unless nested, and a slow
+# one (pyenv init takes seconds) would swamp every figure (as in the harness).
 
 # logins SEL CLIENT: PER logins of CLIENT, their ms appended to $work/SEL.CLIENT.
 logins() {
