@@ -46,6 +46,12 @@ const (
 // every figure. Both servers get the same treatment.
 const shellEnv = "SHLVL"
 
+// cipherDefault in -ciphers or -xfer-cipher runs the clients on their own
+// choice: no -c, and every server offers its default cipher list (no
+// Ciphers line), so offload's CipherSelection (measured by default) meets
+// the OpenSSH client's order as users get it.
+const cipherDefault = "default"
+
 // defaultCiphers are the pipe benchmark's ciphers.
 var defaultCiphers = []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
 	"chacha20-poly1305@openssh.com", "aes128-ctr"}
@@ -103,7 +109,6 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 		"PasswordAuthentication no",
 		"PubkeyAuthentication yes",
 		"PermitRootLogin prohibit-password",
-		"Ciphers " + strings.Join(ciphers, ","),
 		"MACs " + etmMAC,
 		"KexAlgorithms " + kexAlg,
 		"HostKeyAlgorithms " + hostKeyAlg,
@@ -113,6 +118,9 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 		"AcceptEnv " + shellEnv,
 		"LogLevel ERROR",
 		"PidFile none",
+	}
+	if !slices.Contains(ciphers, cipherDefault) {
+		lines = append(lines, "Ciphers "+strings.Join(ciphers, ","))
 	}
 	if s.OpenSSH {
 		lines = append(lines, "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no",
