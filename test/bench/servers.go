@@ -19,12 +19,13 @@ import (
 
 // Server names.
 const (
-	srvOpenSSH  = "openssh"
-	srvOffload  = "offload"
-	srvSoftware = "offload-software"
-	srvPKCS11   = "offload-pkcs11"
-	srvWindow   = "offload-win8m"
-	srvInProc   = "offload-inproc"
+	srvOpenSSH   = "openssh"
+	srvOffload   = "offload"
+	srvSoftware  = "offload-software"
+	srvPKCS11    = "offload-pkcs11"
+	srvWindow    = "offload-win8m"
+	srvInProc    = "offload-inproc"
+	srvClientSel = "offload-clientsel"
 )
 
 // bigWindow is the window offload grants clients other than OpenSSH's;
@@ -82,6 +83,9 @@ func serverSpecs(w *workspace, t *tools, pkcs11 bool) []serverSpec {
 	specs = append(specs, serverSpec{Name: srvInProc,
 		Desc:  "offload sshd as `offload`, in one process (PrivilegeSeparation no): what the process model costs",
 		Extra: []string{"PrivilegeSeparation no"}, Pipe: allCiphers, Files: true, Sessions: true})
+	specs = append(specs, serverSpec{Name: srvClientSel,
+		Desc:  "offload sshd with CipherSelection client: the client's cipher order, as before measured became the default",
+		Extra: []string{"CipherSelection client"}, Pipe: allCiphers, Files: true, Sessions: true})
 	specs = append(specs, serverSpec{Name: srvWindow,
 		Desc:  "offload sshd as `offload`, with ChannelWindowSize 8388608 for every client instead of auto (which grants OpenSSH clients 2 MiB)",
 		Extra: []string{"ChannelWindowSize " + strconv.Itoa(bigWindow)}, Pipe: allCiphers, Files: true})
