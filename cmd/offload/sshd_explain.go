@@ -33,6 +33,7 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 		}
 	}
 	fmt.Fprintf(w, "# policy %s\n", reg.Policy())
+	fmt.Fprintf(w, "# cipherselection %s\n", tr.CipherSelectionSummary())
 	children, err := newChildPlans(c, reg)
 	if err != nil {
 		return err

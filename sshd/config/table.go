@@ -256,7 +256,7 @@ var keywords = []*keyword{
 		own().supported("sshd.Config.CryptoProfile and the default algorithm lists").eg("hardened"),
 	enumKW("CipherSelection", transport.SelectionClient, func(c *Config) *string { return &c.CipherSelection },
 		[]string{transport.SelectionClient, transport.SelectionMeasured}, nil).
-		own().supported("sshd.Config.CipherSelection: offer only the accepted ciphers that measure fast").eg("measured"),
+		own().supported("sshd.Config.CipherSelection: steer the client to a cipher measured faster than its choice").eg("measured"),
 	providerMapKW().own().supported("daemon: registry policy pins").eg("aes128-gcm=software"),
 	providerDenyKW().own().supported("daemon: registry policy deny list").eg("aes128-ctr"),
 	calibrationCacheKW().own().supported("daemon: registry calibration cache").eg("none"),

@@ -69,9 +69,12 @@ type Conn struct {
 	// KEXINIT when the client's is late.
 	clientCiphers [2][]string
 	kexInitTimer  *time.Timer
-	queueBytes    int
-	rLimit        uint64 // read bytes allowed under the current keys
-	wLimit        uint64
+	// steered says, per direction, why our KEXINIT of the exchange in
+	// progress steered the client off its cipher ("" when it did not).
+	steered    [2]string
+	queueBytes int
+	rLimit     uint64 // read bytes allowed under the current keys
+	wLimit     uint64
 
 	rekeyDue  atomic.Bool
 	kexTimer  *time.Timer

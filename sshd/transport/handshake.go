@@ -48,7 +48,7 @@ func (c *Conn) handshake() error {
 	}
 	c.qa.ack()
 	c.magic.vC = v
-	if c.srv.selection == SelectionMeasured {
+	if c.srv.selection == SelectionMeasured && sendsKexInitFirst(v) {
 		c.waitForClientKexInit() // our KEXINIT follows the client's
 	} else {
 		c.wmu.Lock()

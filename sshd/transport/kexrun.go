@@ -199,14 +199,20 @@ func (c *Conn) logKeys(k *kexRun) {
 		hkProv = hostKeyProvenance(c.signer, hk.pub)
 	}
 	c.wmu.Lock()
-	out := c.wr.c.provenance()
+	out, steered := c.wr.c.provenance(), c.steered
 	c.wmu.Unlock()
-	c.srv.log.Log(context.Background(), level, "transport: key exchange done", "remote", c.nc.RemoteAddr().String(),
+	args := []any{"remote", c.nc.RemoteAddr().String(),
 		"n", c.kexCount, "kex", a.kex.name, "kex_provider", k.prov,
 		"host_key", a.hostKey, "host_key_provider", hkProv,
 		"cipher_in", a.cipherCS.name, "cipher_in_provider", c.rd.c.provenance(),
 		"cipher_out", a.cipherSC.name, "cipher_out_provider", out,
-		"strict", c.strict, "elapsed", time.Since(k.start))
+		"strict", c.strict, "elapsed", time.Since(k.start)}
+	for i, key := range [2]string{"cipher_in_steered", "cipher_out_steered"} {
+		if steered[i] != "" {
+			args = append(args, key, steered[i])
+		}
+	}
+	c.srv.log.Log(context.Background(), level, "transport: key exchange done", args...)
 }
 
 func (c *Conn) armTimerLocked() {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -115,19 +116,21 @@ type Server struct {
 	offer       offer
 	moduli      []modulus
 	// selection is CipherSelection; scores the measured speed of each
-	// offered cipher, for SelectionMeasured.
-	selection string
-	scores    map[string]float64
-	sigAlgs   []string
-	version   []byte
-	rekeyB    uint64
-	rekeyT    time.Duration
-	pace      paceParams // the client's re-exchange allowance
-	kexT      time.Duration
-	pipeDepth int
-	comp      []string // compression_algorithms offered (compress.go)
-	rand      io.Reader
-	log       *slog.Logger
+	// offered cipher, for SelectionMeasured; kexInitWait how long it
+	// waits for a kexInitFirst client's KEXINIT.
+	selection   string
+	scores      map[string]float64
+	kexInitWait time.Duration
+	sigAlgs     []string
+	version     []byte
+	rekeyB      uint64
+	rekeyT      time.Duration
+	pace        paceParams // the client's re-exchange allowance
+	kexT        time.Duration
+	pipeDepth   int
+	comp        []string // compression_algorithms offered (compress.go)
+	rand        io.Reader
+	log         *slog.Logger
 }
 
 // offer is the server's algorithm lists.
@@ -162,6 +165,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	if s.selection == SelectionMeasured {
+		s.kexInitWait = kexInitWait
 		s.scores = cfg.CipherScores
 		if s.scores == nil {
 			s.scores = cipherScores(s.reg, s.offer.ciphers)
@@ -346,3 +350,18 @@ func (s *Server) loadModuli(cfg *Config) error {
 // SelectionMeasured server steers by (nil otherwise), to hand to another
 // process's Config.CipherScores.
 func (s *Server) CipherScores() map[string]float64 { return maps.Clone(s.scores) }
+
+// CipherSelectionSummary says in a line how this server picks ciphers
+// (for sshd -T): the client's order, or the measured scores a steer
+// compares and the gain it needs.
+func (s *Server) CipherSelectionSummary() string {
+	if s.selection != SelectionMeasured {
+		return "client: the client's order picks the cipher"
+	}
+	parts := make([]string, 0, len(s.offer.ciphers))
+	for _, c := range s.offer.ciphers {
+		parts = append(parts, fmt.Sprintf("%s %.0f", c, s.scores[c]))
+	}
+	return fmt.Sprintf("measured: steers a client to a cipher scored over %.1fx its own choice; scores %s",
+		noiseMargin, strings.Join(parts, ", "))
+}

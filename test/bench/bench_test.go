@@ -22,7 +22,7 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStat{PID: 4242, PPID: 17, State: 'S', UTime: 150, STime: 25, CUTime: 7, CSTime: 3}
+	want := procStat{PID: 4242, Comm: "sshd: a) b (x)", PPID: 17, State: 'S', UTime: 150, STime: 25, CUTime: 7, CSTime: 3}
 	if s != want {
 		t.Fatalf("got %+v, want %+v", s, want)
 	}
@@ -413,5 +413,59 @@ func TestOffloadConfigFlag(t *testing.T) {
 	ossh := configText(serverSpec{Name: srvOpenSSH, OpenSSH: true}, w, "127.0.0.1", 2222, defaultCiphers)
 	if strings.Contains(ossh, "ChannelWindowSize") || !strings.Contains(ossh, "UsePAM no\n") || !strings.Contains(ossh, "StrictModes no\n") {
 		t.Errorf("OpenSSH config:\n%s", ossh)
+	}
+}
+
+// TestSessionTicks: the session programs below a server are the processes
+// that are not the server's own (by command name) whose parent is; each
+// counts its subtree, and the server's own processes count nothing.
+func TestSessionTicks(t *testing.T) {
+	line := func(pid, ppid int, comm string, u int) string {
+		return strings.Replace(stat(pid, ppid, u, 0, 0, 0), "(p)", "("+comm+")", 1)
+	}
+	tab := procTable{}
+	for _, l := range []string{
+		line(100, 1, "offload", 50),     // monitor
+		line(101, 100, "sshd-user", 40), // post-auth process
+		line(105, 100, "sshd-preauth", 8),
+		line(102, 101, "cat", 7), // session program
+		line(103, 102, "tee", 2), // its child
+		line(104, 101, "sh", 3),  // another session
+		line(200, 1, "sshd", 9),  // OpenSSH listener
+		line(201, 200, "sshd-session", 5),
+		line(202, 201, "sshd", 4),
+		line(203, 202, "bash", 6),
+		line(300, 1, "cat", 99), // unrelated
+	} {
+		s, err := parseProcStat(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab[s.PID] = s
+	}
+	for root, want := range map[int]map[int]uint64{100: {102: 9, 104: 3}, 200: {203: 6}} {
+		got := tab.sessionTicks(root)
+		if len(got) != len(want) {
+			t.Errorf("root %d: %v, want %v", root, got, want)
+		}
+		for pid, n := range want {
+			if got[pid] != n {
+				t.Errorf("root %d: %v, want %v", root, got, want)
+			}
+		}
+	}
+}
+
+// TestConfigTextDefaultCiphers: with the "default" cipher the servers get
+// no Ciphers line (their defaults), otherwise the benchmark's list.
+func TestConfigTextDefaultCiphers(t *testing.T) {
+	w := &workspace{HostKey: "/k", AuthorizedKeys: "/a", Dir: "/d"}
+	for _, spec := range []serverSpec{{Name: srvOffload}, {Name: srvOpenSSH, OpenSSH: true}} {
+		if text := configText(spec, w, "127.0.0.1", 2222, []string{cipherDefault, "aes128-ctr"}); strings.Contains(text, "Ciphers") {
+			t.Errorf("%s: default ciphers, but:\n%s", spec.Name, text)
+		}
+		if text := configText(spec, w, "127.0.0.1", 2222, defaultCiphers); !strings.Contains(text, "\nCiphers "+strings.Join(defaultCiphers, ",")+"\n") {
+			t.Errorf("%s: no Ciphers line:\n%s", spec.Name, text)
+		}
 	}
 }

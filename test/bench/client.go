@@ -45,7 +45,7 @@ func (c *client) sshOptions() []string {
 func (c *client) sshArgs(port int, cipher, command string) []string {
 	a := append([]string{c.t.SSH}, c.sshOptions()...)
 	a = append(a, "-p", strconv.Itoa(port), "-T")
-	if cipher != "" {
+	if cipher != "" && cipher != cipherDefault {
 		a = append(a, "-c", cipher)
 	}
 	return append(a, c.addr, command)
@@ -55,7 +55,7 @@ func (c *client) sshArgs(port int, cipher, command string) []string {
 func (c *client) sftpArgs(port int, cipher, batch string) []string {
 	a := append([]string{c.t.SFTP}, c.sshOptions()...)
 	a = append(a, "-q", "-P", strconv.Itoa(port), "-b", batch)
-	if cipher != "" {
+	if cipher != "" && cipher != cipherDefault {
 		a = append(a, "-c", cipher)
 	}
 	return append(a, c.host())
@@ -68,7 +68,7 @@ func (c *client) scpArgs(port int, cipher string, legacy bool, src, dst string) 
 	if legacy {
 		a = append(a, "-O")
 	}
-	if cipher != "" {
+	if cipher != "" && cipher != cipherDefault {
 		a = append(a, "-c", cipher)
 	}
 	return append(a, src, dst)

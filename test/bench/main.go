@@ -88,14 +88,14 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	size := fs.String("size", "1GiB", "payload size (KiB, MiB, GiB suffixes)")
 	fs.StringVar(&o.out, "out", "test/bench/out", "directory for results.json, results.md and the plots")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1", "loopback address the servers listen on")
-	ciphers := fs.String("ciphers", strings.Join(defaultCiphers, ","), "pipe benchmark ciphers")
-	fs.StringVar(&o.XferCipher, "xfer-cipher", "aes128-gcm@openssh.com", "cipher of the sftp and scp benchmarks")
+	ciphers := fs.String("ciphers", strings.Join(defaultCiphers, ","), "pipe benchmark ciphers (\"default\": the client's own choice, servers on their default lists)")
+	fs.StringVar(&o.XferCipher, "xfer-cipher", "aes128-gcm@openssh.com", "cipher of the sftp and scp benchmarks (\"default\" as for -ciphers)")
 	clients := fs.String("clients", "1,2,4,8,16,32", "concurrent clients of the handshake benchmark")
 	fs.IntVar(&o.Handshakes, "handshakes", 500, "handshakes per concurrency level and round (offload does about 1000 a second here; fewer mostly time the start)")
 	fs.IntVar(&o.LatencyRuns, "latency-runs", 10, "`ssh host true` runs per round")
 	fs.StringVar(&o.offload, "offload", "", "offload binary (default: go build ./cmd/offload into the temp dir)")
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
-	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-inproc, offload-software, offload-win8m, offload-pkcs11")
+	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-inproc, offload-software, offload-win8m, offload-pkcs11, offload-clientsel")
 	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes, and the shapes concurrent, smallfiles, rtt, idle (\"shapes\": all four; \"all\": everything)")
 	fs.Var(&o.extra, "offload-config", "`line` added to every offload server's configuration, e.g. \"ChannelWindowSize 2097152\"; repeatable")
 	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")
@@ -145,7 +145,7 @@ func (o *options) finish(size, ciphers, clients, servers, only string) error {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
 			o.servers = nil
-		case srvOpenSSH, srvOffload, srvInProc, srvSoftware, srvPKCS11, srvWindow:
+		case srvOpenSSH, srvOffload, srvInProc, srvSoftware, srvPKCS11, srvWindow, srvClientSel:
 			if o.servers != nil {
 				o.servers[s] = true
 			}
@@ -161,11 +161,14 @@ func (o *options) finish(size, ciphers, clients, servers, only string) error {
 }
 
 // wantServer reports whether -servers selects name.
-func (o *options) wantServer(name string) bool { return o.servers == nil || o.servers[name] }
+// offload-clientsel, the A/B of CipherSelection, runs only when named.
+func (o *options) wantServer(name string) bool {
+	return o.servers[name] || o.servers == nil && name != srvClientSel
+}
 
 // wantOffload reports whether any offload server is selected.
 func (o *options) wantOffload() bool {
-	return o.wantServer(srvOffload) || o.wantServer(srvInProc) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11) || o.wantServer(srvWindow)
+	return o.wantServer(srvOffload) || o.wantServer(srvInProc) || o.wantServer(srvSoftware) || o.wantServer(srvPKCS11) || o.wantServer(srvWindow) || o.wantServer(srvClientSel)
 }
 
 // listFlag collects a repeatable string flag.

@@ -34,6 +34,8 @@ func writeMarkdown(w io.Writer, r *Report) error {
 		metricTable(&b, r, keys, servers, func(c *Case) float64 { return c.MBPerSec }, "%.0f")
 		b.WriteString("\n### Server CPU seconds per GiB moved (ratio to OpenSSH; lower is better)\n\n")
 		metricTable(&b, r, keys, servers, func(c *Case) float64 { return c.CPUPerGiB }, "%.2f")
+		b.WriteString("\n### Server's own CPU seconds per GiB: its processes without the session programs (remote cat, shell, scp -t) (ratio to OpenSSH; lower is better)\n\n")
+		metricTable(&b, r, keys, servers, func(c *Case) float64 { return c.OwnPerGiB }, "%.2f")
 		b.WriteString("\n### OpenSSH client CPU seconds per GiB moved (ratio to the client against OpenSSH; lower is better)\n\n")
 		metricTable(&b, r, keys, servers, func(c *Case) float64 { return c.ClientPerGiB }, "%.2f")
 		providerTable(&b, r, servers)

@@ -37,31 +37,35 @@ func transferTimeout(size int64) time.Duration {
 }
 
 // measureCPU runs f and returns the server's CPU seconds spent meanwhile:
-// those of its whole process tree, live descendants included. OpenSSH's
+// those of its whole process tree, live descendants included, and of
+// that the session programs' (sessionMeter). OpenSSH's
 // per-connection processes are waited for, so that their time has been
 // reaped into the server's counters; a separated offload keeps its
 // processes (workers, a user's lingering post-auth process), whose time is
 // read where they live.
-func measureCPU(sv *server, f func() error) (float64, error) {
+func measureCPU(sv *server, f func() error) (total, session float64, err error) {
 	if sv.spec.OpenSSH {
 		if err := sv.settle(5 * time.Second); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	before, err := sv.meter.Seconds()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if err := f(); err != nil {
-		return 0, err
+	sm := startSessionMeter(sv.meter)
+	err = f()
+	session = sm.Seconds()
+	if err != nil {
+		return 0, 0, err
 	}
 	if sv.spec.OpenSSH {
 		if err := sv.settle(10 * time.Second); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	after, err := sv.meter.Seconds()
-	return after - before, err
+	return after - before, session, err
 }
 
 // transfer moves the payload once in the way kind says and times it.
@@ -69,7 +73,7 @@ func (b *bench) transfer(ctx context.Context, sv *server, kind, cipher string) (
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	var d cmdTimes
-	cpu, err := measureCPU(sv, func() (err error) {
+	cpu, session, err := measureCPU(sv, func() (err error) {
 		stop := b.perf.start(sv, kind, cipher)
 		d, err = b.move(ctx, sv.port, kind, cipher)
 		if perr := stop(); err == nil {
@@ -80,7 +84,7 @@ func (b *bench) transfer(ctx context.Context, sv *server, kind, cipher string) (
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Seconds: d.Wall.Seconds(), CPUSeconds: cpu, ClientCPUSeconds: d.CPU.Seconds(), Bytes: b.size}, nil
+	return Sample{Seconds: d.Wall.Seconds(), CPUSeconds: cpu, SessionCPUSeconds: session, ClientCPUSeconds: d.CPU.Seconds(), Bytes: b.size}, nil
 }
 
 // move runs the client command of one transfer and checks what arrived.
@@ -169,7 +173,7 @@ func (b *bench) handshakes(ctx context.Context, sv *server, clients, total int) 
 	var wg sync.WaitGroup
 	errs := make([]error, clients)
 	var d time.Duration
-	cpu, err := measureCPU(sv, func() error {
+	cpu, _, err := measureCPU(sv, func() error {
 		start := time.Now()
 		for i := range clients {
 			wg.Add(1)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ const clockTicks = 100
 // procStat is the part of /proc/PID/stat the harness needs.
 type procStat struct {
 	PID    int
+	Comm   string // the command name, without its parentheses
 	PPID   int
 	State  byte
 	UTime  uint64 // ticks in user mode
@@ -42,7 +44,7 @@ func parseProcStat(line string) (procStat, error) {
 	if err != nil {
 		return s, fmt.Errorf("bench: /proc stat: pid: %w", err)
 	}
-	s.PID = pid
+	s.PID, s.Comm = pid, line[open+1:end]
 	// Fields after the name, numbered from 3 as in proc(5): state(3)
 	// ppid(4) ... utime(14) stime(15) cutime(16) cstime(17).
 	f := strings.Fields(line[end+1:])
@@ -175,4 +177,85 @@ func (m cpuMeter) Settle(base int, limit time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
+}
+
+// sessionTicks returns, for each session program below root, the CPU
+// ticks of its subtree: a session program is a process whose parent is
+// one of the server's own processes (root, and the descendants with
+// root's command name or one starting with "sshd": OpenSSH's sshd and
+// sshd-session, offload's sshd-preauth and sshd-user) while it is not one
+// itself (the remote cat, the shell, scp -t).
+func (t procTable) sessionTicks(root int) map[int]uint64 {
+	own := func(pid int) bool {
+		s, ok := t[pid]
+		return ok && (pid == root || s.Comm == t[root].Comm || strings.HasPrefix(s.Comm, "sshd"))
+	}
+	out := map[int]uint64{}
+	for _, pid := range t.descendants(root) {
+		if own(pid) || !own(t[pid].PPID) {
+			continue
+		}
+		n := t[pid].Ticks()
+		for _, d := range t.descendants(pid) {
+			n += t[d].Ticks()
+		}
+		out[pid] = n
+	}
+	return out
+}
+
+// sessionMeter follows the session programs of a server while a transfer
+// runs: every sessionPoll it keeps each one's largest subtree ticks, so
+// that the time of a program that exits (and is reaped into the server's
+// counters) is still known. It misses at most a poll's worth of each.
+type sessionMeter struct {
+	m    cpuMeter
+	base map[int]uint64 // at the start: a program's time before is not the transfer's
+	seen map[int]uint64
+	stop chan struct{}
+	done chan struct{}
+}
+
+const sessionPoll = 20 * time.Millisecond
+
+func startSessionMeter(m cpuMeter) *sessionMeter {
+	s := &sessionMeter{m: m, seen: map[int]uint64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s.sample()
+	s.base = maps.Clone(s.seen)
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(sessionPoll)
+		defer t.Stop()
+		for {
+			s.sample()
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sessionMeter) sample() {
+	t, err := readProcTable(s.m.procDir)
+	if err != nil {
+		return
+	}
+	for pid, n := range t.sessionTicks(s.m.pid) {
+		s.seen[pid] = max(s.seen[pid], n)
+	}
+}
+
+// Seconds stops the meter and returns the session programs' CPU seconds.
+func (s *sessionMeter) Seconds() float64 {
+	close(s.stop)
+	<-s.done
+	s.sample()
+	var n uint64
+	for pid, v := range s.seen {
+		n += v - s.base[pid]
+	}
+	return float64(n) / clockTicks
 }

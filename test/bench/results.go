@@ -36,6 +36,9 @@ func isTransfer(kind string) bool {
 type Sample struct {
 	Seconds    float64 // wall-clock time
 	CPUSeconds float64 `json:",omitempty"` // server process tree CPU time
+	// SessionCPUSeconds is the part of CPUSeconds the session programs
+	// took (the remote cat, shell, scp -t; sessionMeter), not the server.
+	SessionCPUSeconds float64 `json:",omitempty"`
 	// ClientCPUSeconds is the OpenSSH client's CPU time (with the ssh that
 	// scp and sftp run): when it is near Seconds, the client was the limit.
 	ClientCPUSeconds float64 `json:",omitempty"`
@@ -67,6 +70,7 @@ type Case struct {
 	// Medians, filled by summarize.
 	MBPerSec     float64 `json:",omitempty"` // transfers: 1e6 bytes per second
 	CPUPerGiB    float64 `json:",omitempty"` // transfers: server CPU seconds per GiB
+	OwnPerGiB    float64 `json:",omitempty"` // transfers: the same without the session programs
 	ClientPerGiB float64 `json:",omitempty"` // transfers: client CPU seconds per GiB
 	Millis       float64 `json:",omitempty"` // ssh-true: milliseconds per command
 	PerSec       float64 `json:",omitempty"` // handshakes per second
@@ -88,7 +92,7 @@ type caseKey struct {
 
 // summarize fills the medians from the samples.
 func (c *Case) summarize() {
-	var mbps, cpu, ccpu, ms, per, pct []float64
+	var mbps, cpu, own, ccpu, ms, per, pct []float64
 	for _, s := range c.Samples {
 		if s.Seconds <= 0 {
 			continue
@@ -98,6 +102,7 @@ func (c *Case) summarize() {
 		case s.Bytes > 0:
 			mbps = append(mbps, float64(s.Bytes)/s.Seconds/1e6)
 			cpu = append(cpu, s.CPUSeconds/(float64(s.Bytes)/(1<<30)))
+			own = append(own, (s.CPUSeconds-s.SessionCPUSeconds)/(float64(s.Bytes)/(1<<30)))
 			ccpu = append(ccpu, s.ClientCPUSeconds/(float64(s.Bytes)/(1<<30)))
 		case s.Count > 0:
 			per = append(per, float64(s.Count)/s.Seconds)
@@ -106,6 +111,7 @@ func (c *Case) summarize() {
 		}
 	}
 	c.MBPerSec, c.CPUPerGiB, c.ClientPerGiB = nz(median(mbps)), nz(median(cpu)), nz(median(ccpu))
+	c.OwnPerGiB = nz(median(own))
 	c.Millis, c.PerSec, c.ServerCPUPct = nz(median(ms)), nz(median(per)), nz(median(pct))
 	c.summarizeShapes()
 }

@@ -214,8 +214,8 @@ func runTask(ctx context.Context, b *bench, sv *server, tk task, c *Case, o *opt
 		s, err := b.transfer(ctx, sv, tk.Kind, tk.Cipher)
 		record(s, err)
 		if err == nil {
-			fmt.Fprintf(log, "%s %.2fs, %.0f MB/s, server CPU %.2fs, client CPU %.2fs\n", prefix, s.Seconds,
-				float64(s.Bytes)/s.Seconds/1e6, s.CPUSeconds, s.ClientCPUSeconds)
+			fmt.Fprintf(log, "%s %.2fs, %.0f MB/s, server CPU %.2fs (session programs %.2fs), client CPU %.2fs\n", prefix, s.Seconds,
+				float64(s.Bytes)/s.Seconds/1e6, s.CPUSeconds, s.SessionCPUSeconds, s.ClientCPUSeconds)
 		}
 	case tk.Kind == kindLatency:
 		var ms []float64

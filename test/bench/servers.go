@@ -19,12 +19,13 @@ import (
 
 // Server names.
 const (
-	srvOpenSSH  = "openssh"
-	srvOffload  = "offload"
-	srvSoftware = "offload-software"
-	srvPKCS11   = "offload-pkcs11"
-	srvWindow   = "offload-win8m"
-	srvInProc   = "offload-inproc"
+	srvOpenSSH   = "openssh"
+	srvOffload   = "offload"
+	srvSoftware  = "offload-software"
+	srvPKCS11    = "offload-pkcs11"
+	srvWindow    = "offload-win8m"
+	srvInProc    = "offload-inproc"
+	srvClientSel = "offload-clientsel"
 )
 
 // bigWindow is the window offload grants clients other than OpenSSH's;
@@ -45,6 +46,12 @@ const (
 // and a slow .bashrc (pyenv init takes seconds) would otherwise swamp
 // every figure. Both servers get the same treatment.
 const shellEnv = "SHLVL"
+
+// cipherDefault in -ciphers or -xfer-cipher runs the clients on their own
+// choice: no -c, and every server offers its default cipher list (no
+// Ciphers line), so offload's CipherSelection (measured by default) meets
+// the OpenSSH client's order as users get it.
+const cipherDefault = "default"
 
 // defaultCiphers are the pipe benchmark's ciphers.
 var defaultCiphers = []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
@@ -76,6 +83,9 @@ func serverSpecs(w *workspace, t *tools, pkcs11 bool) []serverSpec {
 	specs = append(specs, serverSpec{Name: srvInProc,
 		Desc:  "offload sshd as `offload`, in one process (PrivilegeSeparation no): what the process model costs",
 		Extra: []string{"PrivilegeSeparation no"}, Pipe: allCiphers, Files: true, Sessions: true})
+	specs = append(specs, serverSpec{Name: srvClientSel,
+		Desc:  "offload sshd with CipherSelection client: the client's cipher order, as before measured became the default",
+		Extra: []string{"CipherSelection client"}, Pipe: allCiphers, Files: true, Sessions: true})
 	specs = append(specs, serverSpec{Name: srvWindow,
 		Desc:  "offload sshd as `offload`, with ChannelWindowSize 8388608 for every client instead of auto (which grants OpenSSH clients 2 MiB)",
 		Extra: []string{"ChannelWindowSize " + strconv.Itoa(bigWindow)}, Pipe: allCiphers, Files: true})
@@ -103,7 +113,6 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 		"PasswordAuthentication no",
 		"PubkeyAuthentication yes",
 		"PermitRootLogin prohibit-password",
-		"Ciphers " + strings.Join(ciphers, ","),
 		"MACs " + etmMAC,
 		"KexAlgorithms " + kexAlg,
 		"HostKeyAlgorithms " + hostKeyAlg,
@@ -113,6 +122,9 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 		"AcceptEnv " + shellEnv,
 		"LogLevel ERROR",
 		"PidFile none",
+	}
+	if !slices.Contains(ciphers, cipherDefault) {
+		lines = append(lines, "Ciphers "+strings.Join(ciphers, ","))
 	}
 	if s.OpenSSH {
 		lines = append(lines, "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no",

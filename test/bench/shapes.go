@@ -200,7 +200,7 @@ func (b *bench) streams(ctx context.Context, sv *server, n int, cipher string) (
 	defer f.Close()
 	rates := make([]float64, n)
 	var wall time.Duration
-	cpu, err := measureCPU(sv, func() error {
+	cpu, session, err := measureCPU(sv, func() error {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -220,7 +220,7 @@ func (b *bench) streams(ctx context.Context, sv *server, n int, cipher string) (
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Seconds: wall.Seconds(), CPUSeconds: cpu, Bytes: per * int64(n),
+	return Sample{Seconds: wall.Seconds(), CPUSeconds: cpu, SessionCPUSeconds: session, Bytes: per * int64(n),
 		StreamMinMBps: slices.Min(rates), StreamMaxMBps: slices.Max(rates)}, nil
 }
 
@@ -283,7 +283,7 @@ func (b *bench) smallFiles(ctx context.Context, sv *server, kind, cipher string)
 		return Sample{}, fmt.Errorf("bench: %w", err)
 	}
 	var d cmdTimes
-	cpu, err := measureCPU(sv, func() (err error) {
+	cpu, _, err := measureCPU(sv, func() (err error) {
 		d, err = runCmd(ctx, b.c.sftpArgs(sv.port, cipher, batch), nil, nil)
 		return err
 	})
@@ -352,7 +352,7 @@ func (b *bench) rttTransfer(ctx context.Context, sv *server, tk task) (Sample, e
 	ctx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(float64(n)/1e6*float64(time.Second)))
 	defer cancel()
 	var d cmdTimes
-	cpu, err := measureCPU(sv, func() error {
+	cpu, session, err := measureCPU(sv, func() error {
 		if tk.Kind == kindRTTUp {
 			f, err := os.Open(b.w.Payload)
 			if err != nil {
@@ -373,7 +373,7 @@ func (b *bench) rttTransfer(ctx context.Context, sv *server, tk task) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Seconds: d.Wall.Seconds(), CPUSeconds: cpu, ClientCPUSeconds: d.CPU.Seconds(), Bytes: n}, nil
+	return Sample{Seconds: d.Wall.Seconds(), CPUSeconds: cpu, SessionCPUSeconds: session, ClientCPUSeconds: d.CPU.Seconds(), Bytes: n}, nil
 }
 
 // measureProxyCeilings measures the delay proxy alone at each RTT, before

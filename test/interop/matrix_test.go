@@ -11,11 +11,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/offload/offload/sshd/transport"
 )
 
 var (
 	writeTable = flag.String("write-table", "", "write the results as markdown to this file (e.g. ../../docs/interop.md); \"\" writes nothing")
 	parallel   = flag.Int("cells", 4, "cells run at once")
+	selection  = flag.String("cipher-selection", transport.SelectionClient, "the servers' CipherSelection (offload sshd's default: client)")
 	opTimeout  = flag.Duration("op-timeout", time.Minute, "time limit of one op")
 )
 

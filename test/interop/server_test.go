@@ -108,7 +108,7 @@ type server struct {
 // startServer starts offload's server for c in process on 127.0.0.1.
 func (e *env) startServer(t *testing.T, c cell) *server {
 	t.Helper()
-	cfg := &sshd.Config{Registry: e.reg, HostKeys: e.fileKeys}
+	cfg := &sshd.Config{Registry: e.reg, HostKeys: e.fileKeys, CipherSelection: *selection}
 	if c.axis != "defaults" {
 		cfg.Ciphers, cfg.MACs = transport.SupportedCiphers(), transport.SupportedMACs()
 		cfg.KexAlgorithms, cfg.HostKeyAlgorithms = transport.SupportedKex(), transport.SupportedHostKeyAlgorithms()
