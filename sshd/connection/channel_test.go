@@ -35,7 +35,7 @@ func TestChannelReadStream(t *testing.T) {
 			}
 		}()
 		for i := range 600 {
-			d := make([]byte, rng.IntN(40_000))
+			d := make([]byte, rng.IntN(DefaultMaxPacket+1))
 			if i%7 == 0 {
 				d = d[:0]
 			}
