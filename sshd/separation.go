@@ -15,6 +15,7 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/monitor"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/preauth"
 	"github.com/offload/offload/sshd/sandbox"
@@ -89,27 +90,11 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 	if err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
-	kex, hostKeys, ciphers, macs := tr.Offer()
-	pins, remote, away := ipc.ChildPins(st.Registry)
-	if len(away) > 0 {
-		st.log.Warn("sshd: the monitor's choice of provider for these primitives is a token, which the pre-auth and post-auth processes cannot reach: they compute them with the software and CPU providers",
-			"primitives", away)
-	}
+	s.plan = newPlan(st, tr, signer, pubs)
 	sep := st.Separation
 	return monitor.New(monitor.Config{
 		Executable: sep.Executable, Workers: sep.Workers, WorkerUser: sep.User,
-		HostKeys: signer, HostPublicKeys: pubs,
-		Transport: ipc.TransportConfig{
-			Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
-			ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
-			RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
-			Mode: st.Registry.Policy().Mode.String(), Pins: pins, Remote: remote,
-			HostKeyProvenance: hostKeyProvenance(signer, pubs),
-			HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
-			ModuliFile:   st.ModuliFile,
-			CipherScores: tr.CipherScores(),
-			Compression:  st.Compression,
-		},
+		HostKeys: signer, HostPublicKeys: pubs, Plan: *s.plan,
 		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {
 			return newLogin(st, sessionID, hostKey, local, remote), nil
@@ -119,6 +104,29 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 		LoginRecords: loginRecorder(st),
 		OnConnEnd:    s.connEnded,
 	})
+}
+
+// newPlan resolves the plan the children construct from: the algorithm
+// offer the in-process transport server settled on, the transport
+// settings, and each primitive's provider from the registry.
+func newPlan(st *settings, tr *transport.Server, signer transport.HostKeySigner, pubs []ssh.PublicKey) *plan.Plan {
+	kex, hostKeys, ciphers, macs := tr.Offer()
+	res := plan.Resolve(st.Registry)
+	if len(res.Away) > 0 {
+		st.log.Warn("sshd: the monitor's choice of provider for these primitives is a token, which the pre-auth and post-auth processes cannot reach: they compute them with the software and CPU providers",
+			"primitives", res.Away)
+	}
+	pl := &plan.Plan{
+		Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
+		ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
+		RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
+		Mode:              st.Registry.Policy().Mode.String(),
+		HostKeyProvenance: hostKeyProvenance(signer, pubs),
+		HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
+		ModuliFile: st.ModuliFile, CipherScores: tr.CipherScores(), Compression: st.Compression,
+	}
+	pl.Apply(res)
+	return pl
 }
 
 // connEnded applies the penalties for an ended connection and reports it

@@ -18,7 +18,7 @@ type Type uint8
 // decoder with a fuzz target.
 const (
 	// Monitor to child.
-	TypeConfig    Type = 1 // the child's settings (JSON); first message
+	TypeConfig    Type = 1 // ChildConfig: the child's plan and settings; first message
 	TypeNewConn   Type = 2 // NewConn and the socket: a connection for a pre-auth worker
 	TypeCloseConn Type = 3 // CloseConn: end one connection
 	TypeAdopt     Type = 4 // Adopt and the socket: an authenticated connection for post-auth

@@ -60,6 +60,7 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/sshlog"
 	"github.com/offload/offload/sshd/transport"
@@ -89,9 +90,11 @@ type Config struct {
 	// HostKeys signs for the host keys HostPublicKeys names.
 	HostKeys       transport.HostKeySigner
 	HostPublicKeys []ssh.PublicKey
-	// Transport is what the children need to run the transport; its
-	// HostPublicKeys are filled in from HostPublicKeys.
-	Transport ipc.TransportConfig
+	// Plan is what the children construct their transport from; its
+	// HostPublicKeys are filled in from HostPublicKeys, and the post-auth
+	// assignments are resolved again from Registry for each post-auth
+	// process started.
+	Plan plan.Plan
 	// LoginGraceTime bounds the time to authenticate (0: no bound).
 	LoginGraceTime time.Duration
 	// MaxRequests bounds the userauth requests of a connection.
@@ -113,7 +116,7 @@ type Config struct {
 	LogLevel slog.Level // the children's level
 	// Metrics, when set, receives the provider counts of the children.
 	Metrics *provider.Metrics
-	// Registry serves the AEADs Transport.Remote names to post-auth
+	// Registry serves the AEADs the plan places in the monitor to post-auth
 	// processes (bulk crypto on a token).
 	Registry *provider.Registry
 	// LoginRecords, when set, writes the login records of the post-auth
@@ -205,7 +208,7 @@ func newMonitor(cfg Config) (*Monitor, error) {
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, k := range cfg.HostPublicKeys {
-		m.cfg.Transport.HostPublicKeys = append(m.cfg.Transport.HostPublicKeys, k.Marshal())
+		m.cfg.Plan.HostPublicKeys = append(m.cfg.Plan.HostPublicKeys, k.Marshal())
 	}
 	if m.exe == "" {
 		// The kernel resolves this link to the running program without
