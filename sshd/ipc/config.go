@@ -17,7 +17,7 @@ type ChildConfig struct {
 	Plan     []byte
 	LogLevel slog.Level
 	// Pre-auth workers.
-	LoginGraceTime time.Duration // bound on the handshake and authentication (0: none)
+	LoginGraceTime time.Duration // bound on the handshake and authentication (resolved by the monitor: positive, or negative for none)
 	MaxRequests    int           // bound on userauth requests (auth.ServeOptions)
 	// Post-auth processes.
 	User string // the account the process serves

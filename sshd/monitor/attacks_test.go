@@ -192,17 +192,17 @@ func startRig(t *testing.T, scenario string, authCfg *auth.Config, gate func(*lo
 	authCfg.Logger = slog.New(slog.NewTextHandler(r.logs, nil))
 	authCfg.LookupUser = func(string) (*user.User, error) { return me, nil }
 	r.m, err = New(Config{
-		Workers: 1, HostKeys: signer, HostPublicKeys: pubs, LoginGraceTime: time.Minute,
+		HostKeys: signer, HostPublicKeys: pubs, LoginGraceTime: time.Minute,
 		Plan: plan.Plan{Version: scenario},
 		NewLogin: func(sid, _ []byte, local, remote net.Addr) (Login, error) {
 			a, err := auth.NewAuthority(authCfg, sid, remote)
 			return &testLogin{Authority: a}, err
 		},
-		OnConnEnd: func(e ConnEnd) {
+		Processes: Processes{Workers: 1, OnConnEnd: func(e ConnEnd) {
 			r.mu.Lock()
 			r.ends[e.Remote.String()] = e
 			r.mu.Unlock()
-		},
+		}},
 		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

@@ -170,7 +170,7 @@ func TestCompromisedWorker(t *testing.T) {
 	authCfg := &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		LookupUser: func(string) (*user.User, error) { return me, nil }}
 	m, err := New(Config{
-		Workers: 1, HostKeys: signer, HostPublicKeys: pubs,
+		Processes: Processes{Workers: 1}, HostKeys: signer, HostPublicKeys: pubs,
 		NewLogin: func(sid, _ []byte, local, remote net.Addr) (Login, error) {
 			a, err := auth.NewAuthority(authCfg, sid, remote)
 			return &testLogin{Authority: a}, err

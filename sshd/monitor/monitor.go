@@ -76,9 +76,11 @@ type Login interface {
 	Settings() *connection.Config
 }
 
-// Config configures a Monitor.
-type Config struct {
-	// Executable is the program started for children; it must run
+// Processes configures the separated process model: what a user of the
+// server library chooses (sshd.Separation is this type). The zero value
+// is useful.
+type Processes struct {
+	// Executable is the program started for the children; it must call
 	// sshd.RunChild first thing in main (default: this program, as
 	// /proc/self/exe).
 	Executable string
@@ -87,6 +89,26 @@ type Config struct {
 	// WorkerUser is the unprivileged account of the pre-auth workers when
 	// the monitor runs as root ("" : "sshd" where it exists, else "nobody").
 	WorkerUser string
+	// PerConnection runs one post-auth process per connection instead of
+	// one per user.
+	PerConnection bool
+	// Linger is how long a post-auth process with no connection left
+	// waits for a new one before it ends (0: DefaultLinger; negative:
+	// it ends at once).
+	Linger time.Duration
+	// LogLevel is the children's log level (their lines go through the
+	// monitor's Logger).
+	LogLevel slog.Level
+	// OnConnEnd, when set, is called once for each connection that ends,
+	// with the bytes its socket carried (the connections do not pass
+	// through the server's process, so a wrapper of the net.Conn would
+	// count nothing).
+	OnConnEnd func(ConnEnd)
+}
+
+// Config configures a Monitor.
+type Config struct {
+	Processes
 	// HostKeys signs for the host keys HostPublicKeys names.
 	HostKeys       transport.HostKeySigner
 	HostPublicKeys []ssh.PublicKey
@@ -95,7 +117,8 @@ type Config struct {
 	// assignments are resolved again from Registry for each post-auth
 	// process started.
 	Plan plan.Plan
-	// LoginGraceTime bounds the time to authenticate (0: no bound).
+	// LoginGraceTime bounds the time to authenticate (0:
+	// auth.DefaultLoginGraceTime, negative: no bound).
 	LoginGraceTime time.Duration
 	// MaxRequests bounds the userauth requests of a connection.
 	MaxRequests int
@@ -104,16 +127,8 @@ type Config struct {
 	// and hostKey the host key it signed with (wire form), which
 	// publickey-hostbound-v00@openssh.com requests must name.
 	NewLogin func(sessionID, hostKey []byte, local, remote net.Addr) (Login, error)
-	// PerConnection runs one post-auth process per connection instead of
-	// one per user.
-	PerConnection bool
-	// Linger is how long a post-auth process with no connection left
-	// waits for a new one before it ends (0: DefaultLinger; negative:
-	// it ends at once).
-	Linger time.Duration
 	// Logger receives the monitor's lines and those its children send.
-	Logger   *slog.Logger
-	LogLevel slog.Level // the children's level
+	Logger *slog.Logger
 	// Metrics, when set, receives the provider counts of the children.
 	Metrics *provider.Metrics
 	// Registry serves the AEADs the plan places in the monitor to post-auth
@@ -122,8 +137,6 @@ type Config struct {
 	// LoginRecords, when set, writes the login records of the post-auth
 	// processes' pty sessions.
 	LoginRecords LoginRecorder
-	// OnConnEnd, when set, is called once for each connection that ends.
-	OnConnEnd func(ConnEnd)
 }
 
 // ConnEnd describes a connection that has ended.
@@ -205,6 +218,9 @@ func newMonitor(cfg Config) (*Monitor, error) {
 	}
 	if m.linger == 0 {
 		m.linger = DefaultLinger
+	}
+	if m.cfg.LoginGraceTime == 0 {
+		m.cfg.LoginGraceTime = auth.DefaultLoginGraceTime
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, k := range cfg.HostPublicKeys {
