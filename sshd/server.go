@@ -318,7 +318,7 @@ func (c *conn) serve() {
 	start := time.Now()
 	grace := c.startGrace(start)
 	defer grace.stop()
-	tc, err := c.srv.tr.Handshake(c.nc)
+	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log})
 	if err != nil {
 		c.logEnd("handshake", err)
 		c.srv.failed.Add(1)

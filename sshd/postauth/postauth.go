@@ -258,7 +258,8 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}
-	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}})
+	signer := &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}
+	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log})
 	if err != nil {
 		return err
 	}
