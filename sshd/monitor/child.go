@@ -72,7 +72,7 @@ type child struct {
 func newChild(m *Monitor, role, name string) *child {
 	c := &child{m: m, role: role, name: name, conns: map[uint64]*mconn{},
 		sem: make(chan struct{}, maxInFlight), work: make(chan *ipc.Message), started: make(chan struct{}), ready: make(chan struct{}),
-		exited: make(chan struct{}), aeads: &AEADServer{Registry: m.cfg.Registry, Remote: m.cfg.Plan.Remote()}}
+		exited: make(chan struct{}), aeads: &AEADServer{Registry: m.cfg.Registry, Remote: m.cfg.Plan.Remote(), Log: m.log.With("proc", name)}}
 	c.logFloor.Store(int64(m.cfg.LogLevel))
 	return c
 }

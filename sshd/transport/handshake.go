@@ -189,6 +189,7 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 		c.wr.seq = 0
 	}
 	c.keysFromOut = c.wr.seq
+	c.watchFallback(wc, "out", c.keysFromOut)
 	c.wr.bytes, c.wr.packets = 0, 0
 	c.wr.keyed = k
 	c.wr.setCompression(k.comp, c.zStarted.Load())
@@ -205,6 +206,7 @@ func (c *Conn) switchRead(rc packetCipher, k keyed) {
 		c.rd.seq = 0
 	}
 	c.keysFromIn = c.rd.seq
+	c.watchFallback(rc, "in", c.keysFromIn)
 	c.rd.bytes, c.rd.packets = 0, 0
 	c.rd.keyed = k
 	c.rd.setCompression(k.comp, c.zStarted.Load())

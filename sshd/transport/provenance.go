@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"strings"
 
 	"github.com/offload/offload/provider"
@@ -52,6 +53,27 @@ func (c *Conn) logProvenance(msg string, args ...any) {
 		"cipher_out", cipherName(outKeys), "mac_out", macName(outKeys),
 		"cipher_out_provider", out, "seq_out", fromOut, "strict", c.strict)
 	c.log.Info(msg, all...)
+}
+
+// watchFallback makes a token AEAD that falls back to Go mid-connection
+// say so on the connection's log, with the direction and the sequence
+// number of the packet it fell back on (from the GCM invocation counter:
+// one per packet since the keys were installed at sequence number from).
+// The line is written while the AEAD holds its lock: it asks it nothing.
+func (c *Conn) watchFallback(pc packetCipher, dir string, from uint32) {
+	g, ok := pc.(*gcmCipher)
+	if !ok {
+		return
+	}
+	start := binary.BigEndian.Uint64(g.nonce[4:])
+	provider.OnFallback(g.aead, func(nonce []byte, err error) {
+		seq := from
+		if len(nonce) == len(g.nonce) {
+			seq += uint32(binary.BigEndian.Uint64(nonce[4:]) - start)
+		}
+		c.log.Warn("transport: token fallback: the packet cipher continues in Go with the same key",
+			"direction", dir, "seq", seq, "err", err)
+	})
 }
 
 func cipherName(k keyed) string {

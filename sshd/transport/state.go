@@ -215,6 +215,8 @@ func (c *Conn) resume(st *State) error {
 	c.rd.c, c.rd.keyed, c.rd.seq, c.rd.bytes, c.rd.packets = rc, rk, st.In.Seq, st.In.Bytes, st.In.Packets
 	c.wr.c, c.wr.keyed, c.wr.seq, c.wr.bytes, c.wr.packets = wc, wk, st.Out.Seq, st.Out.Bytes, st.Out.Packets
 	c.keysFromIn, c.keysFromOut = st.In.Seq, st.Out.Seq // the first packets this process handles
+	c.watchFallback(rc, "in", c.keysFromIn)
+	c.watchFallback(wc, "out", c.keysFromOut)
 	c.rd.setCompression(rk.comp, true)
 	c.wr.setCompression(wk.comp, true)
 	c.rLimit, c.wLimit = c.srv.rekeyLimit(rk.cipher), c.srv.rekeyLimit(wk.cipher)
