@@ -85,8 +85,12 @@ func appendIdentity(b []byte, id *sandbox.Identity) []byte {
 		return wire.AppendBool(b, false)
 	}
 	b = wire.AppendUint32(wire.AppendUint32(wire.AppendBool(b, true), id.Uid), id.Gid)
-	b = wire.AppendUint32(b, uint32(len(id.Groups)))
-	for _, g := range id.Groups {
+	return appendGroups(b, id.Groups)
+}
+
+func appendGroups(b []byte, groups []uint32) []byte {
+	b = wire.AppendUint32(b, uint32(len(groups)))
+	for _, g := range groups {
 		b = wire.AppendUint32(b, g)
 	}
 	return b
@@ -119,15 +123,20 @@ func (d *decoder) identity() *sandbox.Identity {
 	if !d.boolean("identity") {
 		return nil
 	}
-	id := &sandbox.Identity{Uid: d.Uint32("uid"), Gid: d.Uint32("gid"), Groups: []uint32{}}
+	return &sandbox.Identity{Uid: d.Uint32("uid"), Gid: d.Uint32("gid"), Groups: d.groups()}
+}
+
+// groups reads a list of group ids; none is an empty list, not nil.
+func (d *decoder) groups() []uint32 {
+	out := []uint32{}
 	n := d.Uint32("groups")
 	if n > maxGroups && d.err == nil {
 		d.err = &wire.FieldError{Field: "groups", Err: fmt.Errorf("%d groups, at most %d", n, maxGroups)}
 	}
 	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
-		id.Groups = append(id.Groups, d.Uint32("group"))
+		out = append(out, d.Uint32("group"))
 	}
-	return id
+	return out
 }
 
 func (d *decoder) pam() *PAMSession {

@@ -37,3 +37,21 @@ func FuzzChildConfig(f *testing.F) {
 	fuzzParse(f, &ChildConfig{Plan: []byte{1}, User: "u", Identity: &sandbox.Identity{Groups: []uint32{1}},
 		PAM: &PAMSession{Service: "sshd"}}, marshalConfig, ParseChildConfig)
 }
+
+func marshalSpawn(s *Spawn) []byte {
+	b, err := s.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestSpawnRoundTrip(t *testing.T) {
+	roundTrip(t, "Spawn", &Spawn{Path: "/bin/sh", Dir: "/home/alice", Chroot: "/srv", Args: []string{"sh", "-c", "echo hi"},
+		Env: []string{"HOME=/home/alice", "TERM=xterm"}, UID: 1000, GID: 1000, Groups: []uint32{27}, Setsid: true,
+		Setctty: true, Ctty: 3, Umask: 0o22}, marshalSpawn, ParseSpawn)
+}
+
+func FuzzSpawn(f *testing.F) {
+	fuzzParse(f, &Spawn{Path: "/bin/sh", Args: []string{"sh"}, Env: []string{"A=b"}, Groups: []uint32{1}}, marshalSpawn, ParseSpawn)
+}

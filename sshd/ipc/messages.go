@@ -43,7 +43,7 @@ const (
 
 	// An in-process server and its PAM session keeper (session.go).
 	TypeSessionOpened Type = 32 // SessionOpened notification, keeper to server
-	TypeSpawn         Type = 33 // Spawn (JSON) and the program's stdin, stdout, stderr; the reply is a SpawnReply
+	TypeSpawn         Type = 33 // Spawn and the program's stdin, stdout, stderr; the reply is a SpawnReply
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
