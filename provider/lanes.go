@@ -69,12 +69,14 @@ type FanOut struct {
 	retryAt  time.Time
 	growErr  error
 	closed   bool
+	fellBack func(nonce []byte, err error) // set by OnFallback, given to every lane
 }
 
 var (
-	_ ConcurrentAEAD = (*FanOut)(nil)
-	_ FallibleAEAD   = (*FanOut)(nil)
-	_ Provenancer    = (*FanOut)(nil)
+	_ ConcurrentAEAD   = (*FanOut)(nil)
+	_ FallbackNotifier = (*FanOut)(nil)
+	_ FallibleAEAD     = (*FanOut)(nil)
+	_ Provenancer      = (*FanOut)(nil)
 )
 
 // errFanOutClosed is returned by a FanOut's calls after Close.
@@ -195,7 +197,20 @@ func (f *FanOut) added(a cipher.AEAD, err error) cipher.AEAD {
 		return nil
 	}
 	f.lanes = append(f.lanes, a)
+	if f.fellBack != nil {
+		OnFallback(a, f.fellBack)
+	}
 	return a
+}
+
+// OnFallback sets fn on every lane, those built later included.
+func (f *FanOut) OnFallback(fn func(nonce []byte, err error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fellBack = fn
+	for _, a := range f.lanes {
+		OnFallback(a, fn)
+	}
 }
 
 // GrowError is why the last lane could not be built (nil when none failed).

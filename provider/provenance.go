@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"crypto/cipher"
 	"fmt"
 	"strings"
 )
@@ -34,6 +35,33 @@ type Provenance struct {
 // answer includes theirs.
 type Provenancer interface {
 	Provenance() Provenance
+}
+
+// FallbackNotifier is implemented by primitives that can move to another
+// implementation mid-life (a token AEAD that finishes in Go with the same
+// key after its token failed). OnFallback sets f, called once each time
+// the primitive (or one of its lanes) falls back, on the goroutine of the
+// operation that fell back, with that operation's nonce; f must not call
+// the primitive.
+type FallbackNotifier interface {
+	OnFallback(f func(nonce []byte, err error))
+}
+
+// OnFallback sets f on v (see FallbackNotifier), through the registry's
+// wrappers; it reports whether v can fall back.
+func OnFallback(v any, f func(nonce []byte, err error)) bool {
+	for v != nil {
+		if n, ok := v.(FallbackNotifier); ok {
+			n.OnFallback(f)
+			return true
+		}
+		u, ok := v.(interface{ Unwrap() cipher.AEAD })
+		if !ok {
+			return false
+		}
+		v = u.Unwrap()
+	}
+	return false
 }
 
 // ProvenanceOf returns the provenance of a primitive the registry handed

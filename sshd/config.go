@@ -19,11 +19,9 @@ import (
 	"github.com/offload/offload/sshd/transport"
 )
 
-// Defaults for zero Config fields.
-const (
-	DefaultLoginGraceTime = 2 * time.Minute
-	DefaultMaxStartups    = 10
-)
+// DefaultMaxStartups is the default Config.MaxStartups. (LoginGraceTime's
+// default is auth.DefaultLoginGraceTime.)
+const DefaultMaxStartups = 10
 
 // Config configures a Server. The zero value is useful (see the package
 // documentation); a Config must not be modified after NewServer.
@@ -62,7 +60,7 @@ type Config struct {
 	KexTimeout time.Duration
 
 	// LoginGraceTime bounds the handshake and user authentication (0:
-	// DefaultLoginGraceTime, negative: no limit).
+	// auth.DefaultLoginGraceTime, negative: no limit).
 	LoginGraceTime time.Duration
 	// MaxStartups bounds connections not yet authenticated; more are
 	// dropped (0: DefaultMaxStartups, negative: no limit).
@@ -133,7 +131,7 @@ func (c *Config) settings() (*settings, error) {
 		s.HostKeys = []crypto.Signer{k}
 	}
 	if s.LoginGraceTime == 0 {
-		s.LoginGraceTime = DefaultLoginGraceTime
+		s.LoginGraceTime = auth.DefaultLoginGraceTime
 	}
 	s.Auth = s.authDefaults(s.Auth)
 	s.Conn = s.connDefaults(s.Conn)

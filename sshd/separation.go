@@ -3,11 +3,9 @@ package sshd
 import (
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/monitor"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/preauth"
 	"github.com/offload/offload/sshd/sandbox"
@@ -22,41 +21,12 @@ import (
 )
 
 // Separation configures the separated process model (privilege
-// separation). The zero value is useful.
-type Separation struct {
-	// Executable is the program started for the server's child processes
-	// (default: this program). It must call RunChild first thing in main.
-	Executable string
-	// Workers is the number of pre-auth worker processes (0: one per CPU).
-	Workers int
-	// User is the unprivileged account of the pre-auth workers when the
-	// server runs as root ("": "sshd" where it exists, else "nobody").
-	User string
-	// PerConnection runs one post-auth process per connection instead of
-	// one per user.
-	PerConnection bool
-	// Linger is how long a user's post-auth process waits for another
-	// connection after its last one ends (0: monitor.DefaultLinger;
-	// negative: it ends at once).
-	Linger time.Duration
-	// LogLevel is the children's log level (their lines go through
-	// Config.Logger).
-	LogLevel slog.Level
-	// OnConnEnd, when set, is called once for each connection that ends,
-	// with the bytes its socket carried (the separated server's
-	// connections do not pass through this process, so a wrapper of the
-	// net.Conn would count nothing).
-	OnConnEnd func(ConnEnd)
-}
+// separation); the zero value is useful. Executable must call RunChild
+// first thing in main; OnConnEnd gets every connection that ends.
+type Separation = monitor.Processes
 
 // ConnEnd describes a connection of a separated server that has ended.
-type ConnEnd struct {
-	Remote            net.Addr
-	User              string // "" when it did not authenticate
-	Outcome           string // closed, noauth, authfail, grace-exceeded, protocol, crash
-	Duration          time.Duration
-	BytesIn, BytesOut uint64
-}
+type ConnEnd = monitor.ConnEnd
 
 // childRunner records that this program calls RunChild, so that it may
 // be started again as a child (the in-process mode's PAM session keeper).
@@ -89,36 +59,42 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 	if err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
-	kex, hostKeys, ciphers, macs := tr.Offer()
-	pins, remote, away := ipc.ChildPins(st.Registry)
-	if len(away) > 0 {
-		st.log.Warn("sshd: the monitor's choice of provider for these primitives is a token, which the pre-auth and post-auth processes cannot reach: they compute them with the software and CPU providers",
-			"primitives", away)
-	}
-	sep := st.Separation
+	s.plan = newPlan(st, tr, signer, pubs)
+	procs := *st.Separation
+	procs.OnConnEnd = s.connEnded
 	return monitor.New(monitor.Config{
-		Executable: sep.Executable, Workers: sep.Workers, WorkerUser: sep.User,
-		HostKeys: signer, HostPublicKeys: pubs,
-		Transport: ipc.TransportConfig{
-			Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
-			ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
-			RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
-			Mode: st.Registry.Policy().Mode.String(), Pins: pins, Remote: remote,
-			HostKeyProvenance: hostKeyProvenance(signer, pubs),
-			HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
-			ModuliFile:   st.ModuliFile,
-			CipherScores: tr.CipherScores(),
-			Compression:  st.Compression,
-		},
-		LoginGraceTime: max(st.LoginGraceTime, 0), MaxRequests: maxRequests(st.Auth),
+		Processes: procs,
+		HostKeys:  signer, HostPublicKeys: pubs, Plan: *s.plan,
+		LoginGraceTime: st.LoginGraceTime, MaxRequests: maxRequests(st.Auth),
 		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {
 			return newLogin(st, sessionID, hostKey, local, remote), nil
 		},
-		PerConnection: sep.PerConnection, Linger: sep.Linger,
-		Logger: st.log, LogLevel: sep.LogLevel, Metrics: st.Registry.Metrics(), Registry: st.Registry,
+		Logger: st.log, Metrics: st.Registry.Metrics(), Registry: st.Registry,
 		LoginRecords: loginRecorder(st),
-		OnConnEnd:    s.connEnded,
 	})
+}
+
+// newPlan resolves the plan the children construct from: the algorithm
+// offer the in-process transport server settled on, the transport
+// settings, and each primitive's provider from the registry.
+func newPlan(st *settings, tr *transport.Server, signer transport.HostKeySigner, pubs []ssh.PublicKey) *plan.Plan {
+	kex, hostKeys, ciphers, macs := tr.Offer()
+	res := plan.Resolve(st.Registry)
+	if len(res.Away) > 0 {
+		st.log.Warn("sshd: the monitor's choice of provider for these primitives is a token, which the pre-auth and post-auth processes cannot reach: they compute them with the software and CPU providers",
+			"primitives", res.Away)
+	}
+	pl := &plan.Plan{
+		Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
+		ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
+		RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
+		Mode:              st.Registry.Policy().Mode.String(),
+		HostKeyProvenance: hostKeyProvenance(signer, pubs),
+		HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
+		ModuliFile: st.ModuliFile, CipherScores: tr.CipherScores(), Compression: st.Compression,
+	}
+	pl.Apply(res)
+	return pl
 }
 
 // connEnded applies the penalties for an ended connection and reports it
@@ -126,8 +102,7 @@ func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monito
 func (s *Server) connEnded(e monitor.ConnEnd) {
 	s.penalizeSeparated(e)
 	if f := s.cfg.Separation.OnConnEnd; f != nil {
-		f(ConnEnd{Remote: e.Remote, User: e.User, Outcome: e.Outcome.String(), Duration: e.Duration,
-			BytesIn: e.BytesIn, BytesOut: e.BytesOut})
+		f(e)
 	}
 }
 

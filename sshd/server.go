@@ -14,6 +14,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/penalty"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -23,10 +24,11 @@ var ErrServerClosed = errors.New("sshd: server closed")
 
 // Server is an SSH server. Create it with NewServer.
 type Server struct {
-	cfg *settings
-	tr  *transport.Server
-	mon *monitor.Monitor // nil in the in-process mode
-	log *slog.Logger
+	cfg  *settings
+	tr   *transport.Server
+	mon  *monitor.Monitor // nil in the in-process mode
+	plan *plan.Plan       // what the children construct from; nil in the in-process mode
+	log  *slog.Logger
 
 	ctx    context.Context // cancelled to end every connection
 	cancel context.CancelFunc
@@ -79,6 +81,11 @@ func (s *Server) maxRequests() int { return maxRequests(s.cfg.Auth) }
 
 // Transport returns the transport server, for its algorithm offer.
 func (s *Server) Transport() *transport.Server { return s.tr }
+
+// Plan returns the plan a separated server's children construct from
+// (without the host public keys, which the monitor adds); nil for a
+// server that runs in one process.
+func (s *Server) Plan() *plan.Plan { return s.plan }
 
 // Serve accepts connections on l until Shutdown, serving each in its own
 // goroutine. It returns ErrServerClosed after Shutdown, or the error that
@@ -311,7 +318,7 @@ func (c *conn) serve() {
 	start := time.Now()
 	grace := c.startGrace(start)
 	defer grace.stop()
-	tc, err := c.srv.tr.Handshake(c.nc)
+	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log})
 	if err != nil {
 		c.logEnd("handshake", err)
 		c.srv.failed.Add(1)

@@ -322,7 +322,7 @@ func printConfig(ctx context.Context, stdout io.Writer, eff *config.Config, log 
 		return err
 	}
 	defer srv.Shutdown(context.Background())
-	return printEffective(stdout, eff, reg, keys, srv.Transport())
+	return printEffective(stdout, eff, reg, keys, srv.Transport(), srv.Plan())
 }
 
 // serveInetd serves the one connection on stdin/stdout (-i). SIGTERM

@@ -9,15 +9,18 @@ import (
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/config"
-	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 )
 
 // printEffective writes what -T shows: the effective configuration, with
 // the algorithm lists the server really offers (tr's: host-key
 // algorithms those of the keys), then, as comment lines, which provider
-// serves each algorithm and why, and which provider holds each host key. The comments keep the output a valid config file.
-func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys []hostKey, tr *transport.Server) error {
+// serves each algorithm and why (and, for a separated server, where its
+// children serve it by the plan pl the monitor sends them), which
+// provider holds each host key, and the plan. The comments keep the
+// output a valid config file.
+func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys []hostKey, tr *transport.Server, pl *plan.Plan) error {
 	eff := c.Clone()
 	eff.KexAlgorithms, eff.HostKeyAlgorithms, eff.Ciphers, eff.MACs = tr.Offer()
 	if err := eff.Print(w); err != nil {
@@ -34,22 +37,20 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 	}
 	fmt.Fprintf(w, "# policy %s\n", reg.Policy())
 	fmt.Fprintf(w, "# cipherselection %s\n", tr.CipherSelectionSummary())
-	children, err := newChildPlans(c, reg)
-	if err != nil {
-		return err
-	}
-	defer children.close()
 	sections := []struct {
 		what  transport.AlgorithmKind
 		names []string
 	}{{transport.KindCipher, eff.Ciphers}, {transport.KindMAC, eff.MACs}, {transport.KindKex, eff.KexAlgorithms}}
 	for _, s := range sections {
 		for _, name := range s.names {
-			explainAlgorithm(w, reg, children, s.what, name)
+			explainAlgorithm(w, reg, pl, s.what, name)
 		}
 	}
 	for _, k := range keys {
 		explainHostKey(w, k)
+	}
+	if pl != nil {
+		return pl.Print(w)
 	}
 	return nil
 }
@@ -57,7 +58,7 @@ func printEffective(w io.Writer, c *config.Config, reg *provider.Registry, keys 
 // explainAlgorithm prints one line per catalog primitive behind an SSH
 // algorithm: the chosen provider and the registry's reason, and, for a
 // separated server, the children's choice where it differs.
-func explainAlgorithm(w io.Writer, reg *provider.Registry, children *childPlans, kind transport.AlgorithmKind, name string) {
+func explainAlgorithm(w io.Writer, reg *provider.Registry, pl *plan.Plan, kind transport.AlgorithmKind, name string) {
 	what := kind.String()
 	a, _ := transport.LookupAlgorithm(kind, name)
 	prims := a.Primitives
@@ -75,63 +76,28 @@ func explainAlgorithm(w io.Writer, reg *provider.Registry, children *childPlans,
 		for _, warn := range ex.Warnings {
 			fmt.Fprintf(w, "#   warning: %s\n", warn)
 		}
-		children.explain(w, alg, ex.Chosen)
+		explainStages(w, pl, alg, ex.Chosen)
 	}
 }
 
-// childPlans are the registries the children of a separated server build
-// (ipc.ChildPins, ipc.TransportConfig): the pre-auth workers, which do
-// the first key exchange and carry the connection until the login, and
-// the post-auth processes, which carry it afterwards. A token provider
-// lives only in the monitor: a child reaches its AEADs through the
-// monitor after the login and serves its other primitives itself.
-type childPlans struct {
-	pre, post *provider.Registry
-}
-
-// newChildPlans returns nil when c does not separate.
-func newChildPlans(c *config.Config, reg *provider.Registry) (*childPlans, error) {
-	if !c.PrivilegeSeparation {
-		return nil, nil
-	}
-	pins, remote, _ := ipc.ChildPins(reg)
-	post := ipc.TransportConfig{Mode: reg.Policy().Mode.String(), Pins: pins, Remote: remote}
-	pre := post.Preauth()
-	postReg, err := post.Registry()
-	if err != nil {
-		return nil, err
-	}
-	preReg, err := pre.Registry()
-	if err != nil {
-		postReg.Close()
-		return nil, err
-	}
-	return &childPlans{pre: preReg, post: postReg}, nil
-}
-
-func (cp *childPlans) close() {
-	if cp != nil {
-		cp.pre.Close()
-		cp.post.Close()
-	}
-}
-
-// explain prints where each kind of child serves alg when that is not
-// the monitor's choice.
-func (cp *childPlans) explain(w io.Writer, alg, monitorChoice string) {
-	if cp == nil {
+// explainStages prints where each kind of child serves alg, by the plan
+// the monitor sends them, when that is not the monitor's choice: the
+// pre-auth workers, which do the first key exchange and carry the
+// connection until the login, and the post-auth processes, which carry
+// it afterwards. A token provider lives only in the monitor: a child
+// reaches its AEADs through the monitor after the login and serves its
+// other primitives itself.
+func explainStages(w io.Writer, pl *plan.Plan, alg, monitorChoice string) {
+	if pl == nil {
 		return
 	}
-	for _, c := range []struct {
-		who string
-		reg *provider.Registry
-	}{{"pre-auth workers (before the login)", cp.pre}, {"post-auth processes", cp.post}} {
-		ex, err := c.reg.Explain(alg)
+	for _, s := range []plan.Stage{plan.Preauth, plan.Postauth} {
+		a, ok := pl.Lookup(s, alg)
 		switch {
-		case err != nil:
-			fmt.Fprintf(w, "#   in the %s: %s: UNAVAILABLE: %v\n", c.who, alg, err)
-		case ex.Chosen != monitorChoice:
-			fmt.Fprintf(w, "#   in the %s: %s by %s (%s is the monitor's only)\n", c.who, alg, ex.Chosen, monitorChoice)
+		case !ok:
+			fmt.Fprintf(w, "#   in the %s: %s: UNAVAILABLE: not in the plan\n", s, alg)
+		case a.Provider != monitorChoice:
+			fmt.Fprintf(w, "#   in the %s: %s by %s (%s is the monitor's only)\n", s, alg, a.Provider, monitorChoice)
 		}
 	}
 }

@@ -36,12 +36,14 @@ type gcm struct {
 	key         []byte // kept to move the key after a fault, zeroed on Close
 	fallback    cipher.AEAD
 	fallbackWhy error
+	fellBack    func(nonce []byte, err error) // OnFallback's
 	closed      bool
 }
 
 var (
-	_ provider.FallibleAEAD = (*gcm)(nil)
-	_ provider.Provenancer  = (*gcm)(nil)
+	_ provider.FallibleAEAD     = (*gcm)(nil)
+	_ provider.FallbackNotifier = (*gcm)(nil)
+	_ provider.Provenancer      = (*gcm)(nil)
 )
 
 // gcmHold is the session and key object a gcm holds. It is separate so
@@ -267,7 +269,7 @@ func (g *gcm) seal(dst, nonce, plaintext, additionalData []byte, fallback bool) 
 		if !fallback {
 			return nil, err
 		}
-		g.fail(err)
+		g.fail(nonce, err)
 	}
 	return g.fallback.Seal(dst, nonce, plaintext, additionalData), nil
 }
@@ -353,7 +355,7 @@ func (g *gcm) OpenErr(dst, nonce, ciphertext, additionalData []byte) ([]byte, er
 		case g.p.c.cfg.NoFallback || ClassOf(err) == ClassClosed:
 			return nil, err
 		}
-		g.fail(err)
+		g.fail(nonce, err)
 	}
 	pt, err := g.fallback.Open(dst, nonce, ciphertext, additionalData)
 	if err != nil {
@@ -424,8 +426,16 @@ func (g *gcm) run(op string, f func(api, pkcs11.SessionHandle, []*pkcs11.Mechani
 	return nil, last
 }
 
-// fail switches the AEAD to Go's AES-GCM with the same key.
-func (g *gcm) fail(err error) {
+// OnFallback sets f, called when the AEAD moves to Go (provider.FallbackNotifier).
+func (g *gcm) OnFallback(f func(nonce []byte, err error)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fellBack = f
+}
+
+// fail switches the AEAD to Go's AES-GCM with the same key, during the
+// operation on nonce; g.mu is held.
+func (g *gcm) fail(nonce []byte, err error) {
 	block, aerr := aes.NewCipher(g.key)
 	if aerr == nil {
 		g.fallback, aerr = cipher.NewGCM(block)
@@ -435,6 +445,9 @@ func (g *gcm) fail(err error) {
 	}
 	g.fallbackWhy = err
 	g.p.c.log.Warn("AES-GCM continues in Go with the same key after the token failed", "algorithm", g.alg.Name, "err", err)
+	if g.fellBack != nil {
+		g.fellBack(nonce, err) // the user's line: which connection, from which packet
+	}
 	if g.p.c.gate.enter() {
 		g.release(true)
 		g.p.c.exit()

@@ -180,7 +180,9 @@ func TestFaultOpenSessionLost(t *testing.T) {
 }
 
 // TestFaultAEADFallsBack: an AEAD whose token dies mid-connection moves to
-// Go with the same key; the bytes on the wire do not change.
+// Go with the same key; the bytes on the wire do not change; its
+// FallbackNotifier hears of it once, with the nonce of the operation that
+// fell back.
 func TestFaultAEADFallsBack(t *testing.T) {
 	f := &pkcs11faults.Injector{}
 	p, _ := open(t, "fault-aead", Config{Faults: f})
@@ -190,6 +192,10 @@ func TestFaultAEADFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer provider.Release(a)
+	var fellAt [][]byte
+	if !provider.OnFallback(a, func(n []byte, _ error) { fellAt = append(fellAt, bytes.Clone(n)) }) {
+		t.Fatal("the token AEAD does not take a FallbackNotifier")
+	}
 	block, _ := aes.NewCipher(key)
 	ref, _ := cipher.NewGCM(block)
 	nonce := make([]byte, 12)
@@ -210,11 +216,17 @@ func TestFaultAEADFallsBack(t *testing.T) {
 	if lanesOf(a)[0].FellBack() {
 		t.Fatalf("fell back to Go after a recoverable session fault")
 	}
+	if len(fellAt) != 0 {
+		t.Fatalf("fallback reported after a recoverable session fault")
+	}
 	mustFail(t, f, pkcs11faults.Fault{Calls: []string{"Encrypt", "GetTokenInfo"}, Code: pkcs11.CKR_DEVICE_ERROR})
 	seal("token gone")
 	seal("still gone")
 	if !lanesOf(a)[0].FellBack() {
 		t.Errorf("expected the AEAD to continue in Go")
+	}
+	if len(fellAt) != 1 || fellAt[0][11] != 3 {
+		t.Errorf("fallbacks reported at nonces %x, want one at the third seal's", fellAt)
 	}
 }
 

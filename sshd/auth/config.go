@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"log/slog"
 	"os/user"
 	"slices"
@@ -26,7 +27,12 @@ const (
 const (
 	DefaultMaxAuthTries       = 6
 	DefaultAuthorizedKeysFile = ".ssh/authorized_keys"
-	// DefaultLoginGraceTime is OpenSSH's LoginGraceTime default.
+	// DefaultLoginGraceTime is OpenSSH's LoginGraceTime default, and the
+	// only declaration of it: a LoginGraceTime of 0 means it in every
+	// configuration type of offload (auth.Config, sshd.Config,
+	// monitor.Config, ipc.ChildConfig) and a negative one means no limit;
+	// only sshd_config's text spells no limit as 0, as OpenSSH's does
+	// (sshd/config).
 	DefaultLoginGraceTime = 120 * time.Second
 	// MaxFileSize bounds authorized_keys, principals and CA files.
 	MaxFileSize = 1 << 20
@@ -164,7 +170,8 @@ type Config struct {
 	LookupAccount func(name string) (*account.Account, error)
 
 	// LoginGraceTime bounds a keyboard-interactive conversation (a PAM
-	// dialog waiting for the client); 0 means DefaultLoginGraceTime.
+	// dialog waiting for the client); 0 means DefaultLoginGraceTime,
+	// negative no limit.
 	LoginGraceTime time.Duration
 
 	// TimingSecret keys the per-user failure delay; nil means a random
@@ -327,9 +334,17 @@ func (s *settings) fillDefaults() {
 		s.methods = append(s.methods, "keyboard-interactive")
 	}
 	s.lists = s.enabledLists()
-	if s.grace = s.LoginGraceTime; s.grace <= 0 {
+	if s.grace = s.LoginGraceTime; s.grace == 0 {
 		s.grace = DefaultLoginGraceTime
 	}
+}
+
+// withGrace bounds ctx by the LoginGraceTime, if there is one.
+func (s *settings) withGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.grace < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.grace)
 }
 
 func (s *settings) fillFuncs() {

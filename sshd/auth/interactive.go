@@ -151,7 +151,7 @@ func (s *decider) pamPassword(ctx context.Context, pw string) bool {
 		}
 		return "", errors.New("the password method answers one hidden prompt only")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.grace)
+	ctx, cancel := s.cfg.withGrace(ctx)
 	defer cancel()
 	if err := h.Authenticate(ctx, conv, s.pamFlags()); err != nil {
 		s.log.Debug("auth: PAM authentication failed", "user", s.user, "err", err)
@@ -182,7 +182,7 @@ func (s *decider) kbdInt(ctx context.Context, req *Request) (outcome, *perm.Perm
 	if err != nil {
 		return s.fail(req, err), nil
 	}
-	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.grace)
+	dctx, cancel := s.cfg.withGrace(context.Background())
 	k := &kbdRound{cancel: cancel}
 	k.dialog = pam.StartDialog(dctx, func(ctx context.Context, conv pam.Conversation) error {
 		return s.pamKbdOp(ctx, h, conv, k)
@@ -340,7 +340,7 @@ func (s *decider) pamAccount(ctx context.Context) (string, *Decision) {
 			texts = append(texts, m)
 			return "", nil
 		}
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.grace)
+		ctx, cancel := s.cfg.withGrace(ctx)
 		defer cancel()
 		err = h.AcctMgmt(ctx, conv, s.pamFlags())
 	}

@@ -177,19 +177,18 @@ type Subsystem struct {
 	Command string
 }
 
-// Default values, as sshd's where offload has the keyword too.
+// Default values, as sshd's where offload has the keyword too. Those of
+// settings a lower layer applies are declared there only
+// (auth.DefaultLoginGraceTime, auth.DefaultMaxAuthTries,
+// connection.DefaultMaxSessions, connection.DefaultXAuthLocation).
 const (
 	DefaultPort               = 22
-	DefaultMaxAuthTries       = 6
-	DefaultMaxSessions        = 10
-	DefaultLoginGraceTime     = 120 * time.Second
 	DefaultClientAliveCount   = 3
 	DefaultChannelWindowSize  = 0 // auto: 8 MiB, 2 MiB to OpenSSH clients, growing with the round trip (connection.ForClient)
 	DefaultPermitRootLogin    = "prohibit-password"
 	DefaultAllowTCPForwarding = "yes"
 	DefaultLogLevel           = "INFO"
 	DefaultSyslogFacility     = "AUTH"
-	DefaultXAuthLocation      = "/usr/bin/xauth" // Debian's, as sshd -T prints it
 	InternalSFTP              = "internal-sftp"
 )
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/sftp"
 )
 
@@ -474,7 +475,7 @@ func userEnvKW() *keyword {
 // xauthKW is XAuthLocation: the xauth program, or none for none (then
 // X11 forwarding is refused, as by sshd).
 func xauthKW() *keyword {
-	kw := stringKW("XAuthLocation", DefaultXAuthLocation, func(c *Config) *string { return &c.XAuthLocation })
+	kw := stringKW("XAuthLocation", connection.DefaultXAuthLocation, func(c *Config) *string { return &c.XAuthLocation })
 	set := kw.set
 	kw.set = func(c *Config, a []string) error {
 		if strings.EqualFold(a[0], "none") {

@@ -3,6 +3,8 @@ package config
 import (
 	"time"
 
+	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -47,13 +49,13 @@ var keywords = []*keyword{
 		supported("auth.Config.UsePAM").eg("yes"),
 	stringKW("PAMServiceName", "sshd", func(c *Config) *string { return &c.PAMServiceName }).perConnection().
 		supported("auth.Config.PAM.Service").eg("login"),
-	timeKW("LoginGraceTime", DefaultLoginGraceTime, false, func(c *Config) *time.Duration { return &c.LoginGraceTime }).
+	timeKW("LoginGraceTime", auth.DefaultLoginGraceTime, false, func(c *Config) *time.Duration { return &c.LoginGraceTime }).
 		supported("sshd.Config.LoginGraceTime").eg("30"),
 	intKW("X11DisplayOffset", 0, 1000, 10, func(c *Config) *int { return &c.X11DisplayOffset }).perConnection().
 		supported("connection.Config.X11DisplayOffset").eg("20"),
-	intKW("MaxAuthTries", 1, 1000, DefaultMaxAuthTries, func(c *Config) *int { return &c.MaxAuthTries }).perConnection().
+	intKW("MaxAuthTries", 1, 1000, auth.DefaultMaxAuthTries, func(c *Config) *int { return &c.MaxAuthTries }).perConnection().
 		supported("auth.Config.MaxAuthTries").eg("3"),
-	intKW("MaxSessions", 0, 10000, DefaultMaxSessions, func(c *Config) *int { return &c.MaxSessions }).perConnection().
+	intKW("MaxSessions", 0, 10000, connection.DefaultMaxSessions, func(c *Config) *int { return &c.MaxSessions }).perConnection().
 		supported("connection.Config.MaxSessions").eg("4"),
 	timeKW("ClientAliveInterval", 0, false, func(c *Config) *time.Duration { return &c.ClientAliveInterval }).perConnection().
 		supported("connection.Config.ClientAliveInterval").eg("15"),

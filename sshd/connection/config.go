@@ -32,7 +32,7 @@ const (
 	// X11 defaults, as OpenSSH's.
 	DefaultX11DisplayOffset = 10
 	DefaultX11MaxDisplays   = 1000
-	DefaultXAuthLocation    = "/usr/bin/xauth"
+	DefaultXAuthLocation    = "/usr/bin/xauth" // Debian's, as sshd -T prints it
 	maxWindowSize           = 1<<31 - 1
 	minMaxPacket            = 1024
 	// maxMaxPacket keeps a full data message (13 bytes of header) inside

@@ -18,6 +18,8 @@
 // monitor trusts nothing a child sends: every decoder of the
 // child-to-monitor direction (SignRequest, BeginRequest, DecideRequest,
 // HandoffRequest, ConnDone, Log) bounds each field, refuses trailing bytes
-// and has a fuzz target. Settings the monitor sends its children travel as
-// JSON inside TypeConfig and Adopt.
+// and has a fuzz target. The first message a child gets, TypeConfig, is a
+// binary ChildConfig carrying the encoded plan (sshd/plan) the child
+// constructs its transport from; the connection settings of Adopt still
+// travel as JSON.
 package ipc

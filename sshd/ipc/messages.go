@@ -18,7 +18,7 @@ type Type uint8
 // decoder with a fuzz target.
 const (
 	// Monitor to child.
-	TypeConfig    Type = 1 // the child's settings (JSON); first message
+	TypeConfig    Type = 1 // ChildConfig: the child's plan and settings; first message
 	TypeNewConn   Type = 2 // NewConn and the socket: a connection for a pre-auth worker
 	TypeCloseConn Type = 3 // CloseConn: end one connection
 	TypeAdopt     Type = 4 // Adopt and the socket: an authenticated connection for post-auth
@@ -43,7 +43,7 @@ const (
 
 	// An in-process server and its PAM session keeper (session.go).
 	TypeSessionOpened Type = 32 // SessionOpened notification, keeper to server
-	TypeSpawn         Type = 33 // Spawn (JSON) and the program's stdin, stdout, stderr; the reply is a SpawnReply
+	TypeSpawn         Type = 33 // Spawn and the program's stdin, stdout, stderr; the reply is a SpawnReply
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f

@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/offload/offload/sshd/wire"
@@ -70,16 +69,46 @@ type Spawn struct {
 	Umask             uint32
 }
 
-// Marshal encodes s.
-func (s *Spawn) Marshal() ([]byte, error) { return json.Marshal(s) }
+// maxSpawnList bounds the arguments and environment entries of a Spawn.
+const maxSpawnList = 4096
 
-// ParseSpawn decodes a Spawn (from the server, which the keeper trusts).
-func ParseSpawn(p []byte) (*Spawn, error) {
-	var s Spawn
-	if err := json.Unmarshal(p, &s); err != nil {
-		return nil, &ProtocolError{Type: TypeSpawn, Err: err}
+// Marshal encodes s.
+func (s *Spawn) Marshal() ([]byte, error) {
+	b := wire.AppendString(wire.AppendString(wire.AppendString(nil, s.Path), s.Dir), s.Chroot)
+	b = appendList(appendList(b, s.Args), s.Env)
+	b = appendGroups(wire.AppendUint32(wire.AppendUint32(b, s.UID), s.GID), s.Groups)
+	b = wire.AppendBool(wire.AppendBool(b, s.Setsid), s.Setctty)
+	b = wire.AppendUint32(wire.AppendUint32(b, uint32(int32(s.Ctty))), s.Umask)
+	if len(b) > MaxMessage {
+		return nil, ErrTooLarge
 	}
-	return &s, nil
+	return b, nil
+}
+
+// ParseSpawn decodes a Spawn (from the server, which the keeper trusts;
+// bounded all the same).
+func ParseSpawn(p []byte) (*Spawn, error) {
+	d := newDecoder(p)
+	s := &Spawn{Path: d.string("path", maxText), Dir: d.string("dir", maxText), Chroot: d.string("chroot", maxText)}
+	s.Args, s.Env = d.longList("args"), d.longList("env")
+	s.UID, s.GID = d.Uint32("uid"), d.Uint32("gid")
+	s.Groups = d.groups()
+	s.Setsid, s.Setctty = d.boolean("setsid"), d.boolean("setctty")
+	s.Ctty, s.Umask = int(int32(d.Uint32("ctty"))), d.Uint32("umask")
+	return s, d.done(TypeSpawn)
+}
+
+// longList is a list of up to maxSpawnList strings of any bounded length.
+func (d *decoder) longList(field string) []string {
+	n := d.Uint32(field + " count")
+	if n > maxSpawnList && d.err == nil {
+		d.err = &wire.FieldError{Field: field, Err: fmt.Errorf("%d entries, at most %d", n, maxSpawnList)}
+	}
+	var out []string
+	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
+		out = append(out, d.string(field, maxState))
+	}
+	return out
 }
 
 // SpawnReply is the process id of a started program, a child of the

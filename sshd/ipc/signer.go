@@ -15,7 +15,7 @@ const SignTimeout = 30 * time.Second
 type Signer struct {
 	Peer   *Peer
 	ConnID uint64
-	// Provenance says where each host key lives (TransportConfig.HostKeyProvenance).
+	// Provenance says where each host key lives (the plan's HostKeyProvenance).
 	Provenance map[string]string
 	// Busy, when set, is the connection's slot in the worker's BusyTable:
 	// idle while the monitor signs.

@@ -2,8 +2,10 @@ package monitor
 
 import (
 	"crypto/cipher"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/offload/offload/provider"
@@ -33,8 +35,11 @@ var (
 type AEADServer struct {
 	// Registry builds the AEADs.
 	Registry *provider.Registry
-	// Remote is the algorithms served this way (transport Remote).
+	// Remote is the algorithms served this way (the plan's Remote).
 	Remote map[string]string
+	// Log, when set, gets a line when an AEAD's token fails and it
+	// continues in Go, naming the process and the AEAD's handle.
+	Log *slog.Logger
 
 	mu   sync.Mutex
 	next uint32
@@ -71,11 +76,30 @@ func (s *AEADServer) New(p []byte) ([]byte, error) {
 		provider.Release(a)
 		return nil, err
 	}
+	s.watchFallback(a, id)
 	created := &ipc.AEADCreated{Handle: id, Lanes: uint32(lanes)}
 	if pv, ok := provider.ProvenanceOf(a); ok {
 		created.Token, created.Serial, created.Slot = pv.Token, pv.Serial, uint32(pv.Slot)
 	}
 	return created.Marshal(), nil
+}
+
+// watchFallback logs a fallback of AEAD id with the GCM invocation
+// counter of the packet it fell back on (the process's own line, from
+// its transport, names the connection when the fallback is its own; here
+// the monitor knows the process and the handle).
+func (s *AEADServer) watchFallback(a cipher.AEAD, id uint32) {
+	if s.Log == nil {
+		return
+	}
+	provider.OnFallback(a, func(nonce []byte, err error) {
+		var ctr uint64
+		if len(nonce) == 12 {
+			ctr = binary.BigEndian.Uint64(nonce[4:])
+		}
+		s.Log.Warn("monitor: token fallback: a post-auth process's packet cipher continues in Go with the same key",
+			"handle", id, "nonce_counter", ctr, "err", err)
+	})
 }
 
 func (s *AEADServer) add(h *heldAEAD) (uint32, error) {

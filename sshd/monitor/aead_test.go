@@ -13,6 +13,7 @@ import (
 	"github.com/offload/offload/internal/lanetest"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/plan"
 )
 
 // remoteAEADPair serves AES-GCM from lp in a monitor to a post-auth
@@ -25,7 +26,7 @@ func remoteAEADPair(t *testing.T, lp *lanetest.Provider, key []byte) cipher.AEAD
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	m := &Monitor{cfg: Config{Registry: reg, Transport: ipc.TransportConfig{Remote: map[string]string{"aes128-gcm": lanetest.Name}}},
+	m := &Monitor{cfg: Config{Registry: reg, Plan: plan.Plan{Postauth: []plan.Assignment{{Primitive: "aes128-gcm", Provider: lanetest.Name, Where: plan.InMonitor}}}},
 		log: slog.New(slog.DiscardHandler)}
 	c := newChild(m, ipc.RolePostauth, "test")
 	parent, childEnd, err := ipc.Pair()

@@ -20,11 +20,12 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 )
 
 // The scenarios a hostile worker plays, by the server version the test
-// configures (ipc.TransportConfig.Version).
+// configures (plan.Plan.Version).
 var scenarios = map[string]func(p *ipc.Peer, conns <-chan *ipc.NewConn, cfg *ipc.ChildConfig){
 	"auth-over": playAuthOver,
 	"sign-race": playSignRace,
@@ -40,7 +41,7 @@ func report(p *ipc.Peer, format string, args ...any) {
 
 func signFirst(p *ipc.Peer, cfg *ipc.ChildConfig, id uint64, h []byte) error {
 	_, err := p.Call(context.Background(), ipc.TypeSign,
-		(&ipc.SignRequest{ConnID: id, Alg: "ssh-ed25519", Pub: cfg.Transport.HostPublicKeys[0], H: h}).Marshal())
+		(&ipc.SignRequest{ConnID: id, Alg: "ssh-ed25519", Pub: mustPlan(cfg).HostPublicKeys[0], H: h}).Marshal())
 	return err
 }
 
@@ -191,17 +192,17 @@ func startRig(t *testing.T, scenario string, authCfg *auth.Config, gate func(*lo
 	authCfg.Logger = slog.New(slog.NewTextHandler(r.logs, nil))
 	authCfg.LookupUser = func(string) (*user.User, error) { return me, nil }
 	r.m, err = New(Config{
-		Workers: 1, HostKeys: signer, HostPublicKeys: pubs, LoginGraceTime: time.Minute,
-		Transport: ipc.TransportConfig{Version: scenario},
+		HostKeys: signer, HostPublicKeys: pubs, LoginGraceTime: time.Minute,
+		Plan: plan.Plan{Version: scenario},
 		NewLogin: func(sid, _ []byte, local, remote net.Addr) (Login, error) {
 			a, err := auth.NewAuthority(authCfg, sid, remote)
 			return &testLogin{Authority: a}, err
 		},
-		OnConnEnd: func(e ConnEnd) {
+		Processes: Processes{Workers: 1, OnConnEnd: func(e ConnEnd) {
 			r.mu.Lock()
 			r.ends[e.Remote.String()] = e
 			r.mu.Unlock()
-		},
+		}},
 		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

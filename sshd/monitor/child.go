@@ -72,7 +72,7 @@ type child struct {
 func newChild(m *Monitor, role, name string) *child {
 	c := &child{m: m, role: role, name: name, conns: map[uint64]*mconn{},
 		sem: make(chan struct{}, maxInFlight), work: make(chan *ipc.Message), started: make(chan struct{}), ready: make(chan struct{}),
-		exited: make(chan struct{}), aeads: &AEADServer{Registry: m.cfg.Registry, Remote: m.cfg.Transport.Remote}}
+		exited: make(chan struct{}), aeads: &AEADServer{Registry: m.cfg.Registry, Remote: m.cfg.Plan.Remote(), Log: m.log.With("proc", name)}}
 	c.logFloor.Store(int64(m.cfg.LogLevel))
 	return c
 }
@@ -604,7 +604,7 @@ func (m *Monitor) installWorker(slot int, w *child) {
 func (m *Monitor) startWorker(slot int) (*child, error) {
 	w := newChild(m, ipc.RolePreauth, "offload-sshd: pre-auth worker "+strconv.Itoa(slot+1))
 	w.slot = slot
-	cfg := &ipc.ChildConfig{Transport: m.workerTransport(), LogLevel: m.cfg.LogLevel,
+	cfg := &ipc.ChildConfig{Plan: m.cfg.Plan.Marshal(), LogLevel: m.cfg.LogLevel,
 		LoginGraceTime: m.cfg.LoginGraceTime, MaxRequests: m.cfg.MaxRequests, Metrics: m.cfg.Metrics != nil,
 		Identity: m.wid}
 	return w, w.launch(cfg, nil)
@@ -671,12 +671,6 @@ func (m *Monitor) workerUserName() string {
 		return strconv.Itoa(os.Geteuid()) + " (the server's own)"
 	}
 	return strconv.Itoa(int(m.wid.Uid))
-}
-
-// workerTransport is the transport configuration of the pre-auth
-// workers (ipc.TransportConfig.Preauth).
-func (m *Monitor) workerTransport() ipc.TransportConfig {
-	return m.cfg.Transport.Preauth()
 }
 
 // forker starts child processes from one OS thread that never exits. A

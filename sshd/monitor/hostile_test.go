@@ -21,6 +21,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -56,7 +57,7 @@ func hostileWorker() int {
 	})
 	// The test picks the worker's part by the server version it
 	// configures (the only setting that reaches a worker unchanged).
-	if play := scenarios[child.Config.Transport.Version]; play != nil {
+	if play := scenarios[mustPlan(child.Config).Version]; play != nil {
 		play(p, conns, child.Config)
 		<-p.Done()
 		return 0
@@ -77,7 +78,7 @@ func probes(p *ipc.Peer, id uint64, cfg *ipc.ChildConfig) {
 		report(name, b, err)
 		return b
 	}
-	hostKey := cfg.Transport.HostPublicKeys[0]
+	hostKey := mustPlan(cfg).HostPublicKeys[0]
 	sign := func(conn uint64, pub, h []byte) []byte {
 		return (&ipc.SignRequest{ConnID: conn, Alg: "ssh-ed25519", Pub: pub, H: h}).Marshal()
 	}
@@ -169,7 +170,7 @@ func TestCompromisedWorker(t *testing.T) {
 	authCfg := &auth.Config{AuthorizedKeysFiles: []string{ak}, IgnoreFileModes: true, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		LookupUser: func(string) (*user.User, error) { return me, nil }}
 	m, err := New(Config{
-		Workers: 1, HostKeys: signer, HostPublicKeys: pubs,
+		Processes: Processes{Workers: 1}, HostKeys: signer, HostPublicKeys: pubs,
 		NewLogin: func(sid, _ []byte, local, remote net.Addr) (Login, error) {
 			a, err := auth.NewAuthority(authCfg, sid, remote)
 			return &testLogin{Authority: a}, err
@@ -248,4 +249,14 @@ func currentUser(t *testing.T) *user.User {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// mustPlan decodes the plan of a child's configuration; the child of
+// these tests has no test to fail, so a bad plan ends it.
+func mustPlan(cfg *ipc.ChildConfig) *plan.Plan {
+	pl, err := plan.Parse(cfg.Plan)
+	if err != nil {
+		panic(err)
+	}
+	return pl
 }

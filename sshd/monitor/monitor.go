@@ -60,6 +60,7 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/sshlog"
 	"github.com/offload/offload/sshd/transport"
@@ -75,9 +76,11 @@ type Login interface {
 	Settings() *connection.Config
 }
 
-// Config configures a Monitor.
-type Config struct {
-	// Executable is the program started for children; it must run
+// Processes configures the separated process model: what a user of the
+// server library chooses (sshd.Separation is this type). The zero value
+// is useful.
+type Processes struct {
+	// Executable is the program started for the children; it must call
 	// sshd.RunChild first thing in main (default: this program, as
 	// /proc/self/exe).
 	Executable string
@@ -86,13 +89,36 @@ type Config struct {
 	// WorkerUser is the unprivileged account of the pre-auth workers when
 	// the monitor runs as root ("" : "sshd" where it exists, else "nobody").
 	WorkerUser string
+	// PerConnection runs one post-auth process per connection instead of
+	// one per user.
+	PerConnection bool
+	// Linger is how long a post-auth process with no connection left
+	// waits for a new one before it ends (0: DefaultLinger; negative:
+	// it ends at once).
+	Linger time.Duration
+	// LogLevel is the children's log level (their lines go through the
+	// monitor's Logger).
+	LogLevel slog.Level
+	// OnConnEnd, when set, is called once for each connection that ends,
+	// with the bytes its socket carried (the connections do not pass
+	// through the server's process, so a wrapper of the net.Conn would
+	// count nothing).
+	OnConnEnd func(ConnEnd)
+}
+
+// Config configures a Monitor.
+type Config struct {
+	Processes
 	// HostKeys signs for the host keys HostPublicKeys names.
 	HostKeys       transport.HostKeySigner
 	HostPublicKeys []ssh.PublicKey
-	// Transport is what the children need to run the transport; its
-	// HostPublicKeys are filled in from HostPublicKeys.
-	Transport ipc.TransportConfig
-	// LoginGraceTime bounds the time to authenticate (0: no bound).
+	// Plan is what the children construct their transport from; its
+	// HostPublicKeys are filled in from HostPublicKeys, and the post-auth
+	// assignments are resolved again from Registry for each post-auth
+	// process started.
+	Plan plan.Plan
+	// LoginGraceTime bounds the time to authenticate (0:
+	// auth.DefaultLoginGraceTime, negative: no bound).
 	LoginGraceTime time.Duration
 	// MaxRequests bounds the userauth requests of a connection.
 	MaxRequests int
@@ -101,26 +127,16 @@ type Config struct {
 	// and hostKey the host key it signed with (wire form), which
 	// publickey-hostbound-v00@openssh.com requests must name.
 	NewLogin func(sessionID, hostKey []byte, local, remote net.Addr) (Login, error)
-	// PerConnection runs one post-auth process per connection instead of
-	// one per user.
-	PerConnection bool
-	// Linger is how long a post-auth process with no connection left
-	// waits for a new one before it ends (0: DefaultLinger; negative:
-	// it ends at once).
-	Linger time.Duration
 	// Logger receives the monitor's lines and those its children send.
-	Logger   *slog.Logger
-	LogLevel slog.Level // the children's level
+	Logger *slog.Logger
 	// Metrics, when set, receives the provider counts of the children.
 	Metrics *provider.Metrics
-	// Registry serves the AEADs Transport.Remote names to post-auth
+	// Registry serves the AEADs the plan places in the monitor to post-auth
 	// processes (bulk crypto on a token).
 	Registry *provider.Registry
 	// LoginRecords, when set, writes the login records of the post-auth
 	// processes' pty sessions.
 	LoginRecords LoginRecorder
-	// OnConnEnd, when set, is called once for each connection that ends.
-	OnConnEnd func(ConnEnd)
 }
 
 // ConnEnd describes a connection that has ended.
@@ -203,9 +219,12 @@ func newMonitor(cfg Config) (*Monitor, error) {
 	if m.linger == 0 {
 		m.linger = DefaultLinger
 	}
+	if m.cfg.LoginGraceTime == 0 {
+		m.cfg.LoginGraceTime = auth.DefaultLoginGraceTime
+	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, k := range cfg.HostPublicKeys {
-		m.cfg.Transport.HostPublicKeys = append(m.cfg.Transport.HostPublicKeys, k.Marshal())
+		m.cfg.Plan.HostPublicKeys = append(m.cfg.Plan.HostPublicKeys, k.Marshal())
 	}
 	if m.exe == "" {
 		// The kernel resolves this link to the running program without

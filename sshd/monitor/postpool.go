@@ -13,6 +13,7 @@ import (
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/pam"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/sandbox"
 )
 
@@ -168,9 +169,9 @@ func (m *Monitor) launchPost(p *child) {
 		m.dropPost(p)
 		return
 	}
-	t := m.postTransport()
-	p.aeads.Remote = t.Remote // before the process can ask
-	cfg := &ipc.ChildConfig{Transport: t, LogLevel: m.cfg.LogLevel, User: p.user,
+	pl := m.postPlan()
+	p.aeads.Remote = pl.Remote() // before the process can ask
+	cfg := &ipc.ChildConfig{Plan: pl.Marshal(), LogLevel: m.cfg.LogLevel, User: p.user,
 		Metrics: m.cfg.Metrics != nil, Identity: id, LoginRecords: m.cfg.LoginRecords != nil, Chroot: p.chroot}
 	if err := p.launch(cfg, postEnv); err != nil {
 		m.log.Error("monitor: cannot start the post-auth process", "user", p.user, "err", err)
@@ -178,17 +179,17 @@ func (m *Monitor) launchPost(p *child) {
 	}
 }
 
-// postTransport is the transport configuration of a post-auth process
-// started now: its pins and the AEADs it reaches through the monitor
-// follow the registry as it is now (ipc.ChildPins), so that a token that
-// attached after the monitor started (it was absent, or failing) serves
-// the processes started since; the rest is the monitor's configuration.
-func (m *Monitor) postTransport() ipc.TransportConfig {
-	t := m.cfg.Transport
+// postPlan is the plan of a post-auth process started now: its
+// assignments follow the registry as it is now (plan.Resolve), so that a
+// token that attached after the monitor started (it was absent, or
+// failing) serves the processes started since; the rest is the
+// monitor's plan.
+func (m *Monitor) postPlan() plan.Plan {
+	pl := m.cfg.Plan
 	if m.cfg.Registry != nil {
-		t.Pins, t.Remote, _ = ipc.ChildPins(m.cfg.Registry)
+		pl.Postauth = plan.Resolve(m.cfg.Registry).Postauth
 	}
-	return t
+	return pl
 }
 
 func (m *Monitor) dropPost(p *child) {

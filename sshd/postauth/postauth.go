@@ -44,6 +44,7 @@ import (
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
@@ -90,6 +91,7 @@ func Main() int {
 type process struct {
 	peer *ipc.Peer
 	cfg  *ipc.ChildConfig
+	plan *plan.Plan
 	tr   *transport.Server
 	log  *slog.Logger
 
@@ -133,7 +135,11 @@ func newProcess(child *ipc.Child, acct *connection.Account) (*process, error) {
 	setProcs(0) // one CPU until a connection settles
 	metrics, reporter := child.Metrics()
 	p.reporter = reporter
-	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
+	var err error
+	if p.plan, err = plan.Parse(cfg.Plan); err != nil {
+		return p, err
+	}
+	tc, _, err := p.plan.Build(plan.Postauth, child.Peer, log, metrics)
 	if err != nil {
 		return p, err
 	}
@@ -252,7 +258,8 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}
-	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.cfg.Transport.HostKeyProvenance}})
+	signer := &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}
+	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log})
 	if err != nil {
 		return err
 	}

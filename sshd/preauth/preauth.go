@@ -30,6 +30,7 @@ import (
 	"github.com/offload/offload/internal/rawio"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
@@ -71,6 +72,7 @@ func Main() int {
 type worker struct {
 	peer *ipc.Peer
 	cfg  *ipc.ChildConfig
+	plan *plan.Plan
 	tr   *transport.Server
 	log  *slog.Logger
 
@@ -90,7 +92,10 @@ func newWorker(child *ipc.Child) (*worker, error) {
 	}
 	metrics, reporter := child.Metrics()
 	w.reporter = reporter
-	tc, _, err := cfg.Transport.Build(child.Peer, log, metrics)
+	if w.plan, err = plan.Parse(cfg.Plan); err != nil {
+		return w, err
+	}
+	tc, _, err := w.plan.Build(plan.Preauth, child.Peer, log, metrics)
 	if err != nil {
 		return w, err
 	}
@@ -198,8 +203,8 @@ func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger, slot *ipc.BusySlo
 	if g := w.cfg.LoginGraceTime; g > 0 {
 		nc.SetDeadline(time.Now().Add(g))
 	}
-	signer := &ipc.Signer{Peer: w.peer, ConnID: id, Provenance: w.cfg.Transport.HostKeyProvenance, Busy: slot}
-	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: signer})
+	signer := &ipc.Signer{Peer: w.peer, ConnID: id, Provenance: w.plan.HostKeyProvenance, Busy: slot}
+	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: signer, Logger: log})
 	if err != nil {
 		return outcomeOf(err, ipc.OutcomeNoAuth), err
 	}

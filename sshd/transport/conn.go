@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,7 @@ type Conn struct {
 	srv    *Server
 	nc     net.Conn
 	signer HostKeySigner
+	log    *slog.Logger    // the connection's lines (ConnOptions.Logger, or the Server's with "remote")
 	magic  handshakeMagics // vC, vS (iC and iS are per exchange)
 
 	sessionID []byte
@@ -55,6 +57,9 @@ type Conn struct {
 	rerr error
 	qa   quickAcker // owned by the reader
 	last uint32     // sequence number of the packet ReadPacket returned last
+	// keysFrom are the sequence numbers of the first packet read and
+	// written under the current keys, for the provenance lines.
+	keysFromIn, keysFromOut uint32
 
 	wmu        sync.Mutex
 	wcond      sync.Cond
@@ -112,6 +117,11 @@ func newConn(s *Server, nc net.Conn, o *ConnOptions) (*Conn, error) {
 		rd: newPacketReader(nc),
 		wr: newPacketWriter(nc, seed),
 		qa: newQuickAcker(nc),
+	}
+	if o != nil && o.Logger != nil {
+		c.log = o.Logger
+	} else {
+		c.log = s.log.With("remote", nc.RemoteAddr().String())
 	}
 	c.magic.vS = s.version[:len(s.version)-2]
 	c.wcond.L = &c.wmu

@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 
@@ -15,6 +16,11 @@ type ConnOptions struct {
 	// Signer makes this connection's host-key signatures; nil means the
 	// Server's in-process keys (Config.HostKeys).
 	Signer HostKeySigner
+	// Logger receives the connection's lines (its key exchanges and the
+	// providers that serve them), usually the Server's logger with the
+	// connection's id and remote address; nil means the Server's, with
+	// the remote address.
+	Logger *slog.Logger
 }
 
 // Handshake runs the version exchange and the first key exchange on nc
@@ -182,6 +188,8 @@ func (c *Conn) switchWrite(wc packetCipher, k keyed) error {
 	if c.strict {
 		c.wr.seq = 0
 	}
+	c.keysFromOut = c.wr.seq
+	c.watchFallback(wc, "out", c.keysFromOut)
 	c.wr.bytes, c.wr.packets = 0, 0
 	c.wr.keyed = k
 	c.wr.setCompression(k.comp, c.zStarted.Load())
@@ -197,6 +205,8 @@ func (c *Conn) switchRead(rc packetCipher, k keyed) {
 	if c.strict {
 		c.rd.seq = 0
 	}
+	c.keysFromIn = c.rd.seq
+	c.watchFallback(rc, "in", c.keysFromIn)
 	c.rd.bytes, c.rd.packets = 0, 0
 	c.rd.keyed = k
 	c.rd.setCompression(k.comp, c.zStarted.Load())

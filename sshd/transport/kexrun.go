@@ -3,8 +3,6 @@ package transport
 import (
 	"bytes"
 	"cmp"
-	"context"
-	"log/slog"
 	"time"
 
 	"github.com/offload/offload/sshd/wire"
@@ -185,34 +183,27 @@ func (c *Conn) endKex(k *kexRun) error {
 	return nil
 }
 
-// logKeys is the line of each finished exchange: the algorithms and the
-// providers that serve them (Info for the first exchange of a
-// connection, Debug for re-exchanges).
+// logKeys is the line of each finished exchange (every one, the
+// re-exchanges included): the algorithms, the providers that serve them
+// and the sequence numbers from which they apply (logProvenance).
 func (c *Conn) logKeys(k *kexRun) {
-	a, level := k.a, slog.LevelDebug
-	if c.kexCount == 1 {
-		level = slog.LevelInfo
-	}
+	a := k.a
 	hk := hostKeyFor(c.srv.hostKeys, a.hostKey)
 	hkProv := "unknown"
 	if hk != nil {
 		hkProv = hostKeyProvenance(c.signer, hk.pub)
 	}
 	c.wmu.Lock()
-	out, steered := c.wr.c.provenance(), c.steered
+	steered := c.steered
 	c.wmu.Unlock()
-	args := []any{"remote", c.nc.RemoteAddr().String(),
-		"n", c.kexCount, "kex", a.kex.name, "kex_provider", k.prov,
-		"host_key", a.hostKey, "host_key_provider", hkProv,
-		"cipher_in", a.cipherCS.name, "cipher_in_provider", c.rd.c.provenance(),
-		"cipher_out", a.cipherSC.name, "cipher_out_provider", out,
-		"strict", c.strict, "elapsed", time.Since(k.start)}
+	args := []any{"kex", a.kex.name, "kex_provider", k.prov,
+		"host_key", a.hostKey, "host_key_provider", hkProv, "elapsed", time.Since(k.start)}
 	for i, key := range [2]string{"cipher_in_steered", "cipher_out_steered"} {
 		if steered[i] != "" {
 			args = append(args, key, steered[i])
 		}
 	}
-	c.srv.log.Log(context.Background(), level, "transport: key exchange done", args...)
+	c.logProvenance("transport: key exchange done", args...)
 }
 
 func (c *Conn) armTimerLocked() {

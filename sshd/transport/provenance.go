@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"strings"
 
 	"github.com/offload/offload/provider"
@@ -34,6 +35,61 @@ func provenanceOf(prims ...any) string {
 		return "unknown"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// logProvenance writes the line that says which providers serve the
+// connection from now on: for each direction the cipher and MAC, their
+// providers and the sequence number of the first packet under them
+// (seq_in, seq_out), so that the provider of any packet of the
+// connection can be read from the log; args add the exchange's details.
+// It runs on the reader's goroutine.
+func (c *Conn) logProvenance(msg string, args ...any) {
+	c.wmu.Lock()
+	out, outKeys, fromOut := c.wr.c.provenance(), c.wr.keyed, c.keysFromOut
+	c.wmu.Unlock()
+	all := append([]any{"n", c.kexCount}, args...)
+	all = append(all, "cipher_in", cipherName(c.rd.keyed), "mac_in", macName(c.rd.keyed),
+		"cipher_in_provider", c.rd.c.provenance(), "seq_in", c.keysFromIn,
+		"cipher_out", cipherName(outKeys), "mac_out", macName(outKeys),
+		"cipher_out_provider", out, "seq_out", fromOut, "strict", c.strict)
+	c.log.Info(msg, all...)
+}
+
+// watchFallback makes a token AEAD that falls back to Go mid-connection
+// say so on the connection's log, with the direction and the sequence
+// number of the packet it fell back on (from the GCM invocation counter:
+// one per packet since the keys were installed at sequence number from).
+// The line is written while the AEAD holds its lock: it asks it nothing.
+func (c *Conn) watchFallback(pc packetCipher, dir string, from uint32) {
+	g, ok := pc.(*gcmCipher)
+	if !ok {
+		return
+	}
+	start := binary.BigEndian.Uint64(g.nonce[4:])
+	provider.OnFallback(g.aead, func(nonce []byte, err error) {
+		seq := from
+		if len(nonce) == len(g.nonce) {
+			seq += uint32(binary.BigEndian.Uint64(nonce[4:]) - start)
+		}
+		c.log.Warn("transport: token fallback: the packet cipher continues in Go with the same key",
+			"direction", dir, "seq", seq, "err", err)
+	})
+}
+
+func cipherName(k keyed) string {
+	if k.cipher == nil {
+		return "none"
+	}
+	return k.cipher.name
+}
+
+// macName is the MAC of k, "implicit" for a cipher that authenticates
+// itself.
+func macName(k keyed) string {
+	if k.mac == nil {
+		return "implicit"
+	}
+	return k.mac.name
 }
 
 // hostKeyProvenance says where the host key pub lives, when the signer

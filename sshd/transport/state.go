@@ -172,8 +172,10 @@ func (c *Conn) detach() {
 }
 
 // Resume continues, on nc, a connection exported by Export (in this or
-// another process), as if it had been running here all along. On failure
-// nc is closed.
+// another process), as if it had been running here all along, and logs
+// the providers of the ciphers it rebuilt ("transport: keys resumed",
+// with the sequence numbers from which this process handles the
+// packets). On failure nc is closed.
 func (s *Server) Resume(nc net.Conn, st *State, o *ConnOptions) (*Conn, error) {
 	c, err := newConn(s, nc, o)
 	if err == nil {
@@ -187,6 +189,7 @@ func (s *Server) Resume(nc net.Conn, st *State, o *ConnOptions) (*Conn, error) {
 		}
 		return nil, err
 	}
+	c.logProvenance("transport: keys resumed")
 	return c, nil
 }
 
@@ -211,6 +214,9 @@ func (c *Conn) resume(st *State) error {
 	c.rd.resumeFrom(c.nc, st.Buffered)
 	c.rd.c, c.rd.keyed, c.rd.seq, c.rd.bytes, c.rd.packets = rc, rk, st.In.Seq, st.In.Bytes, st.In.Packets
 	c.wr.c, c.wr.keyed, c.wr.seq, c.wr.bytes, c.wr.packets = wc, wk, st.Out.Seq, st.Out.Bytes, st.Out.Packets
+	c.keysFromIn, c.keysFromOut = st.In.Seq, st.Out.Seq // the first packets this process handles
+	c.watchFallback(rc, "in", c.keysFromIn)
+	c.watchFallback(wc, "out", c.keysFromOut)
 	c.rd.setCompression(rk.comp, true)
 	c.wr.setCompression(wk.comp, true)
 	c.rLimit, c.wLimit = c.srv.rekeyLimit(rk.cipher), c.srv.rekeyLimit(wk.cipher)

@@ -1,4 +1,4 @@
-package ipc_test
+package plan_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/software"
-	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/plan"
 )
 
 // tokenLike is a hardware provider, as a token is, that offers a
@@ -33,7 +33,7 @@ func (tokenLike) NewKeyAgreement(*provider.Algorithm) (provider.KeyAgreement, er
 // Host-key signatures a token serves are the monitor's (children never
 // sign), so they are no reason for the warning about primitives the
 // children cannot reach; a key agreement the token was chosen for is.
-func TestChildPinsLeavesSignaturesToTheMonitor(t *testing.T) {
+func TestResolveLeavesSignaturesToTheMonitor(t *testing.T) {
 	reg := provider.New(provider.Config{Policy: provider.Policy{Mode: provider.ModePreferHardware}})
 	defer reg.Close()
 	for _, p := range []provider.Provider{software.New(), tokenLike{}} {
@@ -41,7 +41,8 @@ func TestChildPinsLeavesSignaturesToTheMonitor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pins, _, away := ipc.ChildPins(reg)
+	res := plan.Resolve(reg)
+	away := res.Away
 	if !slices.Contains(away, "ecdh-p256=token") {
 		t.Errorf("away %q lacks the token's key agreement", away)
 	}
@@ -50,10 +51,20 @@ func TestChildPinsLeavesSignaturesToTheMonitor(t *testing.T) {
 			t.Errorf("away names the token's host-key signature: %q", away)
 		}
 	}
-	if pins["ecdsa-p256-sha256"] != "" || pins["ecdh-p256"] != "" {
-		t.Errorf("children pinned to the token: %v", pins)
+	pl := &plan.Plan{}
+	pl.Apply(res)
+	for _, s := range []plan.Stage{plan.Preauth, plan.Postauth} {
+		if a, _ := pl.Lookup(s, "ecdsa-p256-sha256"); a.Where != plan.InMonitor || a.Provider != "token" {
+			t.Errorf("%s: host-key signature planned as %+v, want the token in the monitor", s, a)
+		}
+		if a, _ := pl.Lookup(s, "ecdh-p256"); a.Where != plan.InChild || a.Provider != "software" {
+			t.Errorf("%s: ecdh-p256 planned as %+v, want software in the child", s, a)
+		}
+		if a, _ := pl.Lookup(s, "x25519"); a.Provider != "software" {
+			t.Errorf("%s: x25519 planned to %q, want software", s, a.Provider)
+		}
 	}
-	if pins["x25519"] != "software" {
-		t.Errorf("x25519 pinned to %q, want software", pins["x25519"])
+	if len(pl.Remote()) != 0 {
+		t.Errorf("remote AEADs %v without a token AEAD", pl.Remote())
 	}
 }
