@@ -26,7 +26,7 @@ func remoteAEADPair(t *testing.T, lp *lanetest.Provider, key []byte) cipher.AEAD
 	}
 	t.Cleanup(func() { reg.Close() })
 	m := &Monitor{cfg: Config{Registry: reg, Transport: ipc.TransportConfig{Remote: map[string]string{"aes128-gcm": lanetest.Name}}},
-		log: slog.New(slog.DiscardHandler)}
+		log: slog.New(slog.DiscardHandler), table: newTable()}
 	c := newChild(m, ipc.RolePostauth, "test")
 	parent, childEnd, err := ipc.Pair()
 	if err != nil {

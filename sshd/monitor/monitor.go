@@ -153,6 +153,7 @@ type Monitor struct {
 	nextID atomic.Uint64
 	rates  *rates
 	pam    pamWork // requests that may be waiting in PAM
+	table  table   // what the children may send (table.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -196,7 +197,7 @@ func newMonitor(cfg Config) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, exe: cfg.Executable, root: os.Geteuid() == 0,
 		conns: map[uint64]*mconn{}, post: map[string]*child{}, rates: newRates(), linger: cfg.Linger,
-		suspects: map[netip.Addr]suspect{}}
+		suspects: map[netip.Addr]suspect{}, table: newTable()}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -242,7 +243,8 @@ type mconn struct {
 	user          string
 	perms         *perm.Permissions
 	settings      *connection.Config
-	signing       bool     // the first exchange's signature is being made
+	busy          *call    // the once-only request being served for it (table.go)
+	begun         bool     // its authentication has begun
 	authOver      bool     // the login ended with a Disconnect verdict: nothing more is answered
 	signs         bucket   // pre-auth re-exchanges
 	turn          signGate // one post-auth signature at a time (rates.go)
