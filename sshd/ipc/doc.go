@@ -16,7 +16,7 @@
 //
 // Each message type has a struct with Marshal and a Parse function. The
 // monitor trusts nothing a child sends: every decoder of the
-// child-to-monitor direction (SignRequest, BeginRequest, DecideRequest,
+// child-to-monitor direction (SignRequest, DecideRequest,
 // HandoffRequest, ConnDone, Log) bounds each field, refuses trailing bytes
 // and has a fuzz target. Settings the monitor sends its children travel as
 // JSON inside TypeConfig and Adopt.
