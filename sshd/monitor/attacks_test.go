@@ -32,6 +32,7 @@ var scenarios = map[string]func(p *ipc.Peer, conns <-chan *ipc.NewConn, cfg *ipc
 	"broken":    playBroken,
 	"crash":     playCrash,
 	"exit0":     playExit0,
+	"unknown":   playUnknown,
 }
 
 func report(p *ipc.Peer, format string, args ...any) {
@@ -116,6 +117,16 @@ func playBroken(p *ipc.Peer, conns <-chan *ipc.NewConn, _ *ipc.ChildConfig) {
 	}
 	report(p, "served conn %d", nc.ConnID)
 	p.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: nc.ConnID, Outcome: ipc.OutcomeNoAuth}).Marshal())
+}
+
+// playUnknown: a post-auth process's notification (dropped), then a
+// request of a type in no table (type 17, once a Begin of its own).
+func playUnknown(p *ipc.Peer, conns <-chan *ipc.NewConn, _ *ipc.ChildConfig) {
+	<-conns
+	p.Notify(ipc.TypeAEADClose, (&ipc.AEADHandle{Handle: 1}).Marshal())
+	report(p, "aead-close: sent")
+	_, err := p.Call(context.Background(), 17, nil)
+	report(p, "type-17: %v", err)
 }
 
 // busyTable is the worker's busy table.
@@ -348,6 +359,24 @@ func TestWorkerChannelBroken(t *testing.T) {
 	r.waitLog(t, "probe served conn 2")
 	if e := r.end(t, a2, d2); e.Outcome != ipc.OutcomeNoAuth {
 		t.Errorf("connection of the new worker ended as %v", e.Outcome)
+	}
+}
+
+// TestWorkerUnknownType: a message of a type the monitor's table lacks
+// breaks the protocol: the worker is stopped (and started again), its
+// connection lost without a penalty. A notification of another role's
+// is only dropped.
+func TestWorkerUnknownType(t *testing.T) {
+	r := startRig(t, "unknown", nil, nil)
+	a, d := r.admit(t, "127.0.0.2")
+	if l := r.waitLog(t, "child broke the protocol"); !strings.Contains(l, "unexpected type-17 message") {
+		t.Errorf("%s, want the worker stopped for type 17", l)
+	}
+	if !strings.Contains(r.logs.String(), "probe aead-close: sent") {
+		t.Error("the worker was stopped before it went on from the dropped notification")
+	}
+	if e := r.end(t, a, d); e.Outcome != ipc.OutcomeLost {
+		t.Errorf("connection of the stopped worker ended as %v, want worker-lost", e.Outcome)
 	}
 }
 
