@@ -336,3 +336,66 @@ func constName(e ast.Expr) string {
 	}
 	return ""
 }
+
+// TestTableDocumented: the table in the package documentation is the
+// table.
+func TestTableDocumented(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "monitor.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]ipc.Type{}
+	for typ := range newTable() {
+		byName[typ.String()] = typ
+	}
+	rows := 0
+	for _, line := range strings.Split(file.Doc.Text(), "\n") {
+		f := strings.Fields(line)
+		typ, ok := byName[firstOr(f)]
+		if !ok || len(f) != 6 {
+			continue
+		}
+		rows++
+		if want := strings.Join(describe(newTable()[typ]), " "); strings.Join(f[1:], " ") != want {
+			t.Errorf("documented %q, the table says %q", line, want)
+		}
+	}
+	if rows != len(newTable()) {
+		t.Errorf("the documentation has %d rows, the table %d types", rows, len(newTable()))
+	}
+}
+
+func firstOr(f []string) string {
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+var stageWords = [numStages]string{"*", "kex", "busy", "auth", "login", "over", "authed", "handed"}
+
+// describe is an entry as the documentation shows it.
+func describe(e *entry) []string {
+	kind := "note"
+	if e.request {
+		kind = "request"
+	}
+	out := []string{kind}
+	for _, s := range e.from {
+		out = append(out, stageList(s))
+	}
+	return append(out, stageList(e.once))
+}
+
+func stageList(s stages) string {
+	var w []string
+	for x := range numStages {
+		if s.has(x) {
+			w = append(w, stageWords[x])
+		}
+	}
+	if len(w) == 0 {
+		return "-"
+	}
+	return strings.Join(w, ",")
+}
