@@ -177,8 +177,7 @@ func (r *refusal) Unwrap() error { return r.err }
 // admit checks msg, of entry e, from c's process of role r against the
 // table. A once-only request makes the connection busy until release.
 func (m *Monitor) admit(c *child, r role, e *entry, msg *ipc.Message) (*call, error) {
-	allowed := e.from[r]
-	if allowed == 0 {
+	if e.from[r] == 0 {
 		return nil, &refusal{fmt.Errorf("monitor: %v is not for a %v process", msg.Type, r)}
 	}
 	in := &call{c: c, role: r, t: msg.Type, p: msg.Payload}
@@ -190,24 +189,33 @@ func (m *Monitor) admit(c *child, r role, e *entry, msg *ipc.Message) (*call, er
 	if err := rd.Err(); err != nil {
 		return nil, &ipc.ProtocolError{Type: msg.Type, Err: err}
 	}
+	if err := m.admitFor(in, e, id); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// admitFor checks that connection id is the sender's and in a stage
+// where e.from allows the request in.
+func (m *Monitor) admitFor(in *call, e *entry, id uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	conn := m.conns[id]
-	if conn == nil || conn.owner != c {
-		return nil, &refusal{errNotYours}
+	if conn == nil || conn.owner != in.c {
+		return &refusal{errNotYours}
 	}
 	in.conn, in.stage = conn, conn.stage()
 	switch {
-	case allowed.has(in.stage):
+	case e.from[in.role].has(in.stage):
 	case in.stage == stageOver:
-		return nil, &refusal{errAuthOver}
+		return &refusal{errAuthOver}
 	default:
-		return nil, &refusal{errWrongPhase}
+		return &refusal{errWrongPhase}
 	}
 	if e.once.has(in.stage) {
 		conn.busy = in
 	}
-	return in, nil
+	return nil
 }
 
 // release ends the once-only request in (if it was one, and the
