@@ -367,19 +367,24 @@ func (c *child) handle(msg *ipc.Message) {
 	case e.request:
 		c.request(e, msg)
 	default:
-		c.notified(roleOf(c.role), e, msg)
+		c.notified(e, msg)
 	}
 }
 
-// keeperMessage takes a message from the child's PAM session keeper: of
-// the table's, the keeper's are served; anything else is dropped (the
-// keeper, root, outlives the process it serves: it is not stopped).
+// keeperMessage takes a message from the child's PAM session keeper: the
+// notifications the table allows a keeper are served (they cannot
+// fail); anything else is dropped (the keeper, root, outlives the
+// process it serves: it is not stopped).
 func (c *child) keeperMessage(msg *ipc.Message) {
 	for _, f := range msg.Files {
 		f.Close()
 	}
-	if e, ok := c.m.table[msg.Type]; ok && !e.request {
-		c.notified(roleKeeper, e, msg)
+	e, ok := c.m.table[msg.Type]
+	if !ok || e.request {
+		return
+	}
+	if in, err := c.m.admit(c, roleKeeper, e, msg); err == nil {
+		e.serve(c.m, in)
 	}
 }
 

@@ -245,11 +245,11 @@ func (m *Monitor) serve(c *child, e *entry, msg *ipc.Message) ([]byte, error) {
 	return e.serve(m, in)
 }
 
-// notified takes notification msg of c's process of role r: one the table
-// refuses is dropped (a connection's end may cross the monitor's own),
-// one that is malformed breaks the protocol.
-func (c *child) notified(r role, e *entry, msg *ipc.Message) {
-	in, err := c.m.admit(c, r, e, msg)
+// notified takes notification msg of c: one the table refuses is
+// dropped (a connection's end may cross the monitor's own), one that is
+// malformed breaks the protocol.
+func (c *child) notified(e *entry, msg *ipc.Message) {
+	in, err := c.m.admit(c, roleOf(c.role), e, msg)
 	var no *refusal
 	if errors.As(err, &no) {
 		return

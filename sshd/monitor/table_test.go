@@ -1,10 +1,13 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -398,4 +401,36 @@ func stageList(s stages) string {
 		return "-"
 	}
 	return strings.Join(w, ",")
+}
+
+// TestKeeperMessages: a session keeper's log lines are relayed as its
+// own; its Ready is not taken for the post-auth process's, and whatever
+// else it sends is dropped without stopping the process it serves (a
+// stop here would kill a process the test never started).
+func TestKeeperMessages(t *testing.T) {
+	logs := &logLines{}
+	m := &Monitor{table: newTable(), log: slog.New(slog.NewTextHandler(logs, nil)), conns: map[uint64]*mconn{}}
+	c := &child{m: m, role: ipc.RolePostauth, name: "offload-sshd: u", ready: make(chan struct{})}
+	conn := connIn(c, stageHanded)
+	conn.ctx, conn.cancel = context.WithCancel(context.Background())
+	conn.preauthEnd, conn.done = func() {}, make(chan struct{})
+	conn.local, conn.remote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 22}, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 5555}
+	m.conns[1] = conn
+	c.keeperMessage(&ipc.Message{Type: ipc.TypeLog, Payload: (&ipc.Log{Msg: "session closed", Attrs: []byte("{}")}).Marshal()})
+	c.keeperMessage(&ipc.Message{Type: ipc.TypeReady})
+	c.keeperMessage(&ipc.Message{Type: ipc.TypeConnDone, Payload: ipc.NewConnDone(1, nil, ipc.OutcomeClosed, nil).Marshal()})
+	for _, typ := range []ipc.Type{ipc.TypeMetrics, ipc.TypeSign, ipc.TypeAEADClose, 17} {
+		c.keeperMessage(&ipc.Message{Type: typ, Payload: wire.AppendUint64(nil, 1)})
+	}
+	if l := lineWith(logs.String(), "session closed"); !strings.Contains(l, "offload-sshd: u [session]") {
+		t.Errorf("relayed as %q", l)
+	}
+	select {
+	case <-c.ready:
+		t.Error("the keeper's Ready was taken for the post-auth process's")
+	default:
+	}
+	if m.conns[1] == nil || m.conns[1].phase != phaseHanded {
+		t.Error("a keeper's conn-done ended the process's connection")
+	}
 }
