@@ -434,3 +434,33 @@ func TestKeeperMessages(t *testing.T) {
 		t.Error("a keeper's conn-done ended the process's connection")
 	}
 }
+
+// FuzzAdmit: whatever type and bytes a child sends, from whatever role,
+// the table's check never fails on them, and admits only what the
+// policy allows for the connection's stage.
+func FuzzAdmit(f *testing.F) {
+	f.Add(uint8(ipc.TypeSign), uint8(roleWorker), uint8(stageKex), wire.AppendUint64(nil, 1))
+	f.Add(uint8(ipc.TypeHandoff), uint8(roleWorker), uint8(stageAuthed), []byte{0, 0, 0})
+	f.Add(uint8(ipc.TypeAEADSeal), uint8(rolePost), uint8(stageHanded), []byte{})
+	tab := newTable()
+	f.Fuzz(func(t *testing.T, typ, r, s uint8, payload []byte) {
+		e, ok := tab[ipc.Type(typ)]
+		if !ok {
+			return // handle stops the child
+		}
+		from, st := role(r%uint8(numRoles)), stage(s%uint8(numStages))
+		c := &child{role: from.String()}
+		m := &Monitor{table: tab, conns: map[uint64]*mconn{}}
+		if st != stageNone {
+			m.conns[1] = connIn(c, st)
+		}
+		in, err := m.admit(c, from, e, &ipc.Message{Type: ipc.Type(typ), Payload: payload})
+		want := wantTable[ipc.Type(typ)][from]
+		if err == nil && want != "n" && (in.conn == nil || strings.IndexByte(want, stageLetters[in.stage]) < 0) {
+			t.Fatalf("%v from %v admitted for stage %d", ipc.Type(typ), from, in.stage)
+		}
+		if err == nil && want == "" {
+			t.Fatalf("%v admitted from %v", ipc.Type(typ), from)
+		}
+	})
+}
