@@ -232,8 +232,8 @@ func (m *Monitor) release(in *call) {
 }
 
 // serve answers request msg of c if the table admits it. Refusals are
-// logged: a child that follows the protocol meets one only in a race
-// with the end of its connection.
+// logged: a child that follows the protocol meets one only when its
+// connection has just ended or an earlier request for it failed.
 func (m *Monitor) serve(c *child, e *entry, msg *ipc.Message) ([]byte, error) {
 	defer e.wipe(msg)
 	in, err := m.admit(c, roleOf(c.role), e, msg)
@@ -241,7 +241,9 @@ func (m *Monitor) serve(c *child, e *entry, msg *ipc.Message) ([]byte, error) {
 		m.log.Warn("monitor: request refused", "proc", c.name, "request", msg.Type.String(), "err", err)
 		return nil, err
 	}
-	defer m.release(in)
+	if e.once != 0 {
+		defer m.release(in)
+	}
 	return e.serve(m, in)
 }
 
