@@ -16,7 +16,7 @@
 //
 // Each message type has a struct with Marshal and a Parse function. The
 // monitor trusts nothing a child sends: every decoder of the
-// child-to-monitor direction (SignRequest, BeginRequest, DecideRequest,
+// child-to-monitor direction (SignRequest, DecideRequest,
 // HandoffRequest, ConnDone, Log) bounds each field, refuses trailing bytes
 // and has a fuzz target. The first message a child gets, TypeConfig, is a
 // binary ChildConfig carrying the encoded plan (sshd/plan) the child

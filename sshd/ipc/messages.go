@@ -23,9 +23,8 @@ const (
 	TypeCloseConn Type = 3 // CloseConn: end one connection
 	TypeAdopt     Type = 4 // Adopt and the socket: an authenticated connection for post-auth
 
-	// Child to monitor.
+	// Child to monitor (17, once a Begin of its own, is not reused).
 	TypeSign        Type = 16 // SignRequest; the reply is an SSH signature blob
-	TypeBegin       Type = 17 // BeginRequest; the reply is BeginReply
 	TypeDecide      Type = 18 // DecideRequest; the reply is a Decision
 	TypeHandoff     Type = 19 // HandoffRequest; the reply is empty
 	TypeConnDone    Type = 20 // ConnDone notification
@@ -51,7 +50,7 @@ const (
 
 var typeNames = map[Type]string{
 	TypeConfig: "config", TypeNewConn: "new-conn", TypeCloseConn: "close-conn", TypeAdopt: "adopt",
-	TypeSign: "sign", TypeBegin: "begin", TypeDecide: "decide", TypeHandoff: "handoff",
+	TypeSign: "sign", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
 	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeBeginDecide: "begin-decide", TypeReply: "reply",
 	TypeSessionOpened: "session-opened", TypeSpawn: "spawn",
@@ -214,41 +213,6 @@ func ParseSignRequest(p []byte) (*SignRequest, error) {
 	m := &SignRequest{ConnID: d.Uint64("conn id"), Alg: d.string("algorithm", maxName),
 		Pub: d.bytes("public key", maxKeyBlob), H: d.bytes("hash", maxHash)}
 	return m, d.done(TypeSign)
-}
-
-// BeginRequest starts the authentication of a connection for a user.
-type BeginRequest struct {
-	ConnID        uint64
-	User, Service string
-}
-
-// Marshal encodes m.
-func (m *BeginRequest) Marshal() []byte {
-	b := wire.AppendUint64(nil, m.ConnID)
-	b = wire.AppendString(b, m.User)
-	return wire.AppendString(b, m.Service)
-}
-
-// ParseBeginRequest decodes a BeginRequest.
-func ParseBeginRequest(p []byte) (*BeginRequest, error) {
-	d := newDecoder(p)
-	m := &BeginRequest{ConnID: d.Uint64("conn id"), User: d.string("user", maxUser), Service: d.string("service", maxName)}
-	return m, d.done(TypeBegin)
-}
-
-// BeginReply is the monitor's answer to a BeginRequest.
-type BeginReply struct {
-	Banner string
-}
-
-// Marshal encodes m.
-func (m *BeginReply) Marshal() []byte { return wire.AppendString(nil, m.Banner) }
-
-// ParseBeginReply decodes a BeginReply.
-func ParseBeginReply(p []byte) (*BeginReply, error) {
-	d := newDecoder(p)
-	m := &BeginReply{Banner: d.string("banner", maxBanner)}
-	return m, d.done(TypeBegin)
 }
 
 // DecideRequest carries one userauth request to the monitor.

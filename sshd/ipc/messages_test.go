@@ -37,8 +37,6 @@ func TestMessagesRoundTrip(t *testing.T) {
 	roundTrip(t, "NewConn", &NewConn{ConnID: 7, Local: "127.0.0.1:22", Remote: "[::1]:5000"}, (*NewConn).Marshal, ParseNewConn)
 	roundTrip(t, "CloseConn", &CloseConn{ConnID: 9, Reason: "grace"}, (*CloseConn).Marshal, ParseCloseConn)
 	roundTrip(t, "SignRequest", &SignRequest{ConnID: 1, Alg: "ssh-ed25519", Pub: []byte{1, 2}, H: bytes.Repeat([]byte{3}, 32)}, (*SignRequest).Marshal, ParseSignRequest)
-	roundTrip(t, "BeginRequest", &BeginRequest{ConnID: 2, User: "alice", Service: "ssh-connection"}, (*BeginRequest).Marshal, ParseBeginRequest)
-	roundTrip(t, "BeginReply", &BeginReply{Banner: "hello\n"}, (*BeginReply).Marshal, ParseBeginReply)
 	roundTrip(t, "DecideRequest", &DecideRequest{ConnID: 3, Req: &auth.Request{User: "alice", Service: "ssh-connection",
 		Method: "publickey-hostbound-v00@openssh.com", HasSig: true, Algo: "ssh-ed25519", KeyBlob: []byte{4}, Sig: []byte{5}, Password: "",
 		HostKey: []byte{6}}},
@@ -76,7 +74,7 @@ func TestDecisionRoundTrip(t *testing.T) {
 // TestBounds: fields beyond their bounds are refused.
 func TestBounds(t *testing.T) {
 	long := string(bytes.Repeat([]byte{'a'}, maxUser+1))
-	if _, err := ParseBeginRequest((&BeginRequest{User: long}).Marshal()); err == nil {
+	if _, err := ParseDecideRequest((&DecideRequest{Req: &auth.Request{User: long}}).Marshal()); err == nil {
 		t.Fatal("an over-long user name was accepted")
 	}
 	if _, err := ParseSignRequest((&SignRequest{H: make([]byte, maxHash+1)}).Marshal()); err == nil {
@@ -111,10 +109,6 @@ func fuzzParse[T any](f *testing.F, seed *T, enc func(*T) []byte, dec func([]byt
 
 func FuzzSignRequest(f *testing.F) {
 	fuzzParse(f, &SignRequest{ConnID: 1, Alg: "ssh-ed25519", Pub: []byte{1}, H: make([]byte, 32)}, (*SignRequest).Marshal, ParseSignRequest)
-}
-
-func FuzzBeginRequest(f *testing.F) {
-	fuzzParse(f, &BeginRequest{ConnID: 1, User: "u", Service: "ssh-connection"}, (*BeginRequest).Marshal, ParseBeginRequest)
 }
 
 func FuzzDecideRequest(f *testing.F) {

@@ -33,6 +33,7 @@ var scenarios = map[string]func(p *ipc.Peer, conns <-chan *ipc.NewConn, cfg *ipc
 	"broken":    playBroken,
 	"crash":     playCrash,
 	"exit0":     playExit0,
+	"unknown":   playUnknown,
 }
 
 func report(p *ipc.Peer, format string, args ...any) {
@@ -117,6 +118,16 @@ func playBroken(p *ipc.Peer, conns <-chan *ipc.NewConn, _ *ipc.ChildConfig) {
 	}
 	report(p, "served conn %d", nc.ConnID)
 	p.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: nc.ConnID, Outcome: ipc.OutcomeNoAuth}).Marshal())
+}
+
+// playUnknown: a post-auth process's notification (dropped), then a
+// request of a type in no table (type 17, once a Begin of its own).
+func playUnknown(p *ipc.Peer, conns <-chan *ipc.NewConn, _ *ipc.ChildConfig) {
+	<-conns
+	p.Notify(ipc.TypeAEADClose, (&ipc.AEADHandle{Handle: 1}).Marshal())
+	report(p, "aead-close: sent")
+	_, err := p.Call(context.Background(), 17, nil)
+	report(p, "type-17: %v", err)
 }
 
 // busyTable is the worker's busy table.
@@ -302,7 +313,7 @@ func TestCompromisedWorkerAfterDisconnect(t *testing.T) {
 func TestCompromisedWorkerSignRace(t *testing.T) {
 	gate := func(logs *logLines) {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if strings.Count(logs.String(), "signature refused") >= 63 {
+			if strings.Count(logs.String(), "request refused") >= 63 { // the first exchange's request makes the connection busy
 				return
 			}
 		}
@@ -349,6 +360,24 @@ func TestWorkerChannelBroken(t *testing.T) {
 	r.waitLog(t, "probe served conn 2")
 	if e := r.end(t, a2, d2); e.Outcome != ipc.OutcomeNoAuth {
 		t.Errorf("connection of the new worker ended as %v", e.Outcome)
+	}
+}
+
+// TestWorkerUnknownType: a message of a type the monitor's table lacks
+// breaks the protocol: the worker is stopped (and started again), its
+// connection lost without a penalty. A notification of another role's
+// is only dropped.
+func TestWorkerUnknownType(t *testing.T) {
+	r := startRig(t, "unknown", nil, nil)
+	a, d := r.admit(t, "127.0.0.2")
+	if l := r.waitLog(t, "child broke the protocol"); !strings.Contains(l, "unexpected type-17 message") {
+		t.Errorf("%s, want the worker stopped for type 17", l)
+	}
+	if !strings.Contains(r.logs.String(), "probe aead-close: sent") {
+		t.Error("the worker was stopped before it went on from the dropped notification")
+	}
+	if e := r.end(t, a, d); e.Outcome != ipc.OutcomeLost {
+		t.Errorf("connection of the stopped worker ended as %v, want worker-lost", e.Outcome)
 	}
 }
 
@@ -425,7 +454,11 @@ func FuzzMayWaitInPAM(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ uint8, payload []byte) {
 		c := &child{}
 		m := &Monitor{conns: map[uint64]*mconn{1: {id: 1, owner: c, remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}}}}
-		src, ok := m.mayWaitInPAM(c, &ipc.Message{Type: ipc.Type(typ), Payload: payload})
+		e, known := newTable()[ipc.Type(typ)]
+		if !known {
+			return // not served at all: handle stops the child
+		}
+		src, ok := m.mayWaitInPAM(c, e, &ipc.Message{Type: ipc.Type(typ), Payload: payload})
 		if ok && src != netip.MustParseAddr("192.0.2.1") {
 			t.Fatalf("source %v", src)
 		}

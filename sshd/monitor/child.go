@@ -19,7 +19,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/offload/offload/internal/secret"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/sshlog"
@@ -272,14 +271,7 @@ func hasExited(pid int) bool {
 // startKeeper sends a PAM session keeper its settings on its own socket
 // and relays its log lines.
 func (c *child) startKeeper(ctl *os.File) error {
-	p, err := ipc.NewPeer(ctl, func(m *ipc.Message) {
-		for _, f := range m.Files {
-			f.Close()
-		}
-		if l, err := ipc.ParseLog(m.Payload); m.Type == ipc.TypeLog && err == nil {
-			ipc.Relay(c.m.log, c.name+" [session]", l)
-		}
-	})
+	p, err := ipc.NewPeer(ctl, c.keeperMessage)
 	if err != nil {
 		return err
 	}
@@ -356,9 +348,10 @@ func (c *child) end(reason string) {
 	}()
 }
 
-// handle takes a message from the child. Children never send
-// descriptors; requests are served on goroutines, at most maxInFlight at
-// a time.
+// handle takes a message from the child, as the table says (table.go).
+// Children never send descriptors; a type not in the table breaks the
+// protocol. Requests are served on goroutines, at most maxInFlight at a
+// time; notifications at once.
 func (c *child) handle(msg *ipc.Message) {
 	if len(msg.Files) > 0 {
 		for _, f := range msg.Files {
@@ -367,24 +360,31 @@ func (c *child) handle(msg *ipc.Message) {
 		c.violation(fmt.Errorf("%v message carried a descriptor", msg.Type))
 		return
 	}
-	switch msg.Type {
-	case ipc.TypeReady:
-		c.readyOnce.Do(func() { c.readyAt.Store(time.Now().UnixNano()); close(c.ready) })
-	case ipc.TypeLog:
-		if l, err := ipc.ParseLog(msg.Payload); err == nil {
-			c.relayLog(l)
-		}
-	case ipc.TypeConnDone:
-		c.connDone(msg.Payload)
-	case ipc.TypeMetrics:
-		c.metrics(msg.Payload)
-	case ipc.TypeSign, ipc.TypeBegin, ipc.TypeDecide, ipc.TypeBeginDecide, ipc.TypeRespond, ipc.TypeHandoff, ipc.TypeAEADNew, ipc.TypeAEADSeal,
-		ipc.TypeAEADOpen, ipc.TypeLoginRecord, ipc.TypeProve:
-		c.request(msg)
-	case ipc.TypeAEADClose:
-		c.aeads.Close(msg.Payload)
-	default:
+	e, ok := c.m.table[msg.Type]
+	switch {
+	case !ok:
 		c.violation(fmt.Errorf("unexpected %v message", msg.Type))
+	case e.request:
+		c.request(e, msg)
+	default:
+		c.notified(e, msg)
+	}
+}
+
+// keeperMessage takes a message from the child's PAM session keeper: the
+// notifications the table allows a keeper are served (they cannot
+// fail); anything else is dropped (the keeper, root, outlives the
+// process it serves: it is not stopped).
+func (c *child) keeperMessage(msg *ipc.Message) {
+	for _, f := range msg.Files {
+		f.Close()
+	}
+	e, ok := c.m.table[msg.Type]
+	if !ok || e.request {
+		return
+	}
+	if in, err := c.m.admit(c, roleKeeper, e, msg); err == nil {
+		e.serve(c.m, in)
 	}
 }
 
@@ -411,24 +411,45 @@ func (c *child) stop(msg string, err error) {
 	}
 }
 
-func (c *child) connDone(p []byte) {
-	d, err := ipc.ParseConnDone(p)
-	if err != nil {
-		c.violation(err)
-		return
+// ready notes that the child is ready (a keeper's readiness is waited
+// for by no one).
+func (m *Monitor) ready(in *call) ([]byte, error) {
+	if in.role != roleKeeper {
+		c := in.c
+		c.readyOnce.Do(func() { c.readyAt.Store(time.Now().UnixNano()); close(c.ready) })
 	}
-	conn := c.m.connOf(c, d.ConnID)
-	if conn == nil {
-		return // ended by the monitor already
+	return nil, nil
+}
+
+// relay relays a log line; a malformed one is dropped.
+func (m *Monitor) relay(in *call) ([]byte, error) {
+	l, err := ipc.ParseLog(in.p)
+	switch {
+	case err != nil:
+	case in.role == roleKeeper:
+		ipc.Relay(m.log, in.c.name+" [session]", l)
+	default:
+		in.c.relayLog(l)
+	}
+	return nil, nil
+}
+
+// connDone ends a connection the child reports ended.
+func (m *Monitor) connDone(in *call) ([]byte, error) {
+	d, err := ipc.ParseConnDone(in.p)
+	if err != nil {
+		return nil, err
 	}
 	var cause error
 	if d.Err != "" {
 		cause = errors.New(d.Err)
 	}
-	c.m.mu.Lock()
+	conn := in.conn
+	m.mu.Lock()
 	conn.bytesIn, conn.bytesOut = d.BytesIn, d.BytesOut
-	c.m.mu.Unlock()
-	c.m.finish(conn, c.m.observed(conn, d.Outcome), cause)
+	m.mu.Unlock()
+	m.finish(conn, m.observed(conn, d.Outcome), cause)
+	return nil, nil
 }
 
 // observed is the outcome of a connection a child reported ended, as far
@@ -448,24 +469,26 @@ func (m *Monitor) observed(conn *mconn, out ipc.Outcome) ipc.Outcome {
 	return out
 }
 
-func (c *child) metrics(p []byte) {
-	mt, err := ipc.ParseMetrics(p)
+func (m *Monitor) metrics(in *call) ([]byte, error) {
+	mt, err := ipc.ParseMetrics(in.p)
 	if err != nil {
-		c.violation(err)
-		return
+		return nil, err
 	}
-	if c.m.cfg.Metrics != nil {
-		mt.Add(c.m.cfg.Metrics)
+	if m.cfg.Metrics != nil {
+		mt.Add(m.cfg.Metrics)
 	}
+	return nil, nil
 }
 
-func (c *child) request(msg *ipc.Message) {
-	if c.role == ipc.RolePreauth && c.pamRequest(msg) {
+// request serves a request of the child.
+func (c *child) request(e *entry, msg *ipc.Message) {
+	if c.role == ipc.RolePreauth && c.pamRequest(e, msg) {
 		return
 	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
+		e.wipe(msg)
 		c.peer.Reply(msg, nil, errors.New("monitor busy"))
 		return
 	}
@@ -488,8 +511,7 @@ func (c *child) serveRequests(msg *ipc.Message) {
 	idle := time.NewTimer(handlerIdle)
 	defer idle.Stop()
 	for {
-		out, err := c.m.serve(c, msg)
-		secretWipe(msg)
+		out, err := c.m.serve(c, c.m.table[msg.Type], msg)
 		c.peer.Reply(msg, out, err)
 		<-c.sem
 		idle.Reset(handlerIdle)
@@ -501,25 +523,6 @@ func (c *child) serveRequests(msg *ipc.Message) {
 			return
 		}
 	}
-}
-
-// secretWipe clears a served request that may carry a password, as
-// OpenSSH clears it once used.
-func secretWipe(msg *ipc.Message) {
-	if t := msg.Type; t == ipc.TypeDecide || t == ipc.TypeBeginDecide || t == ipc.TypeRespond {
-		secret.Wipe(msg.Payload)
-	}
-}
-
-// connOf returns connection id if it belongs to c.
-func (m *Monitor) connOf(c *child, id uint64) *mconn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	conn := m.conns[id]
-	if conn == nil || conn.owner != c {
-		return nil
-	}
-	return conn
 }
 
 // childDied ends the connections of a child that exited and starts a

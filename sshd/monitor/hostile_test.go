@@ -83,20 +83,19 @@ func probes(p *ipc.Peer, id uint64, cfg *ipc.ChildConfig) {
 		return (&ipc.SignRequest{ConnID: conn, Alg: "ssh-ed25519", Pub: pub, H: h}).Marshal()
 	}
 	call("handoff-before-auth", ipc.TypeHandoff, (&ipc.HandoffRequest{ConnID: id, State: []byte{1}}).Marshal())
-	call("begin-before-kex", ipc.TypeBegin, (&ipc.BeginRequest{ConnID: id, User: "alice", Service: "ssh-connection"}).Marshal())
 	call("begin-decide-before-kex", ipc.TypeBeginDecide, (&ipc.DecideRequest{ConnID: id, Req: signedRequest(make([]byte, 32))}).Marshal())
 	call("sign-short-hash", ipc.TypeSign, sign(id, hostKey, make([]byte, 10)))
 	call("sign-other-key", ipc.TypeSign, sign(id, []byte("not a key"), make([]byte, 32)))
 	call("sign-other-conn", ipc.TypeSign, sign(id+1000, hostKey, make([]byte, 32)))
 	sessionID := bytes.Repeat([]byte{0x55}, 32)
 	call("sign-first", ipc.TypeSign, sign(id, hostKey, sessionID))
-	call("begin", ipc.TypeBegin, (&ipc.BeginRequest{ConnID: id, User: "alice", Service: "ssh-connection"}).Marshal())
-	call("begin-decide-again", ipc.TypeBeginDecide, (&ipc.DecideRequest{ConnID: id, Req: signedRequest(sessionID)}).Marshal())
+	call("decide-before-begin", ipc.TypeDecide, (&ipc.DecideRequest{ConnID: id, Req: signedRequest(sessionID)}).Marshal())
 	forged := signedRequest(bytes.Repeat([]byte{0x66}, 32)) // over a session id the monitor never signed
-	b := call("decide-forged", ipc.TypeDecide, (&ipc.DecideRequest{ConnID: id, Req: forged}).Marshal())
+	b := call("decide-forged", ipc.TypeBeginDecide, (&ipc.DecideRequest{ConnID: id, Req: forged}).Marshal())
 	if d, err := ipc.ParseDecision(b); err == nil {
 		report(fmt.Sprintf("decide-forged-verdict-%d", d.Verdict), nil, nil)
 	}
+	call("begin-decide-again", ipc.TypeBeginDecide, (&ipc.DecideRequest{ConnID: id, Req: signedRequest(sessionID)}).Marshal())
 	call("handoff-unauthenticated", ipc.TypeHandoff, (&ipc.HandoffRequest{ConnID: id, State: []byte{1}}).Marshal())
 	call("aead-from-worker", ipc.TypeAEADNew, (&ipc.AEADNew{Alg: "aes128-gcm", Key: make([]byte, 16)}).Marshal())
 	for i := 1; i <= 3; i++ {
@@ -196,12 +195,11 @@ func TestCompromisedWorker(t *testing.T) {
 	}
 	want := map[string]string{
 		"handoff-before-auth":     "request out of order",
-		"begin-before-kex":        "request out of order",
 		"sign-short-hash":         "not the size of an exchange hash",
 		"sign-other-key":          "not a host key",
 		"sign-other-conn":         "no such connection",
 		"sign-first":              "<nil>",
-		"begin":                   "<nil>",
+		"decide-before-begin":     "request out of order",
 		"begin-decide-before-kex": "request out of order",
 		"begin-decide-again":      "request out of order",
 		"decide-forged":           "<nil>",

@@ -354,7 +354,7 @@ func (m *Monitor) resumeChild(cs *childState, files []*os.File) error {
 		return err
 	}
 	if cs.Session >= 0 && cs.Session < len(files) {
-		if sp, err := ipc.NewPeer(files[cs.Session], c.sessionLog); err == nil {
+		if sp, err := ipc.NewPeer(files[cs.Session], c.keeperMessage); err == nil {
 			// Until the PAM session process has closed the session and
 			// exited: the keeper relays what it logs about the close.
 			m.kids.Add(1)
@@ -387,16 +387,6 @@ type addrString string
 
 func (a addrString) Network() string { return "tcp" }
 func (a addrString) String() string  { return string(a) }
-
-// sessionLog relays the log lines of a PAM session keeper.
-func (c *child) sessionLog(msg *ipc.Message) {
-	for _, f := range msg.Files {
-		f.Close()
-	}
-	if l, err := ipc.ParseLog(msg.Payload); msg.Type == ipc.TypeLog && err == nil {
-		ipc.Relay(c.m.log, c.name+" [session]", l)
-	}
-}
 
 // watch is reap for a process the keeper did not start (it cannot wait
 // for it): the process has gone when its socket closes.

@@ -28,41 +28,25 @@ var (
 // loginRecord writes (or closes) the login records of a pty session of a
 // post-auth process's connection. The user and the client's address are
 // the monitor's own; the terminal must be a pty the user owns.
-func (m *Monitor) loginRecord(c *child, p []byte) ([]byte, error) {
-	req, err := ipc.ParseLoginRecordRequest(p)
+func (m *Monitor) loginRecord(in *call) ([]byte, error) {
+	req, err := ipc.ParseLoginRecordRequest(in.p)
 	if err != nil {
 		return nil, err
 	}
 	if m.cfg.LoginRecords == nil {
 		return nil, errNoRecords
 	}
-	conn, err := m.handedConn(c, req.ConnID)
-	if err != nil {
-		return nil, err
-	}
+	conn := in.conn
 	if req.Logout {
 		// The login's record, checked then: by now the session's pty
 		// may be gone (its device node goes with the last descriptor).
 		return nil, m.logout(conn, req.TTY)
 	}
-	rec, err := m.recordFor(c, conn, req)
+	rec, err := m.recordFor(in.c, conn, req)
 	if err != nil {
 		return nil, err
 	}
 	return m.login(conn, rec)
-}
-
-func (m *Monitor) handedConn(c *child, id uint64) (*mconn, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	conn := m.conns[id]
-	switch {
-	case conn == nil || conn.owner != c:
-		return nil, errNotYours
-	case conn.phase != phaseHanded:
-		return nil, errWrongPhase
-	}
-	return conn, nil
 }
 
 // recordFor checks the request's terminal and builds the record.

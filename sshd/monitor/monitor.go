@@ -5,15 +5,55 @@
 //
 // # What it answers
 //
-// A pre-auth worker may ask to sign the exchange hash of one of its
-// connections with a host key (rate-limited per connection and per source
-// address), to begin and decide the authentication of a connection (the
-// monitor's own auth.Authority verifies every signature over the session
-// identifier it knows: the first exchange hash it signed for that
-// connection), and to hand an authenticated connection over. A post-auth
-// process may ask for re-exchange signatures for its connections. Every
-// request names a connection, which must belong to the asking process and
-// be in the right phase; anything else is refused.
+// Every message a child sends is looked up in one table (table.go): for
+// its type, the roles that may send it and, for one that names a
+// connection, the stages of that connection in which each role may.
+// Nothing else reaches a handler. The stages of a connection are kex
+// (pre-auth, before its first key exchange is signed), busy (a
+// once-only request for it is being served: every other request is
+// refused meanwhile), auth (first exchange signed: its session
+// identifier is known), login (authentication begun), over (the
+// monitor's Disconnect verdict ended its authentication), authed (the
+// login granted, its worker exporting it) and handed (with its
+// post-auth process). In the table, * is a message that names no
+// connection and - a role that may not send it:
+//
+//	message       kind     pre-auth worker                  post-auth  keeper  once-only in
+//	ready         note     *                                *          *       -
+//	log           note     *                                *          *       -
+//	metrics       note     *                                *          -       -
+//	conn-done     note     kex,busy,auth,login,over,authed  handed     -       -
+//	aead-close    note     -                                *          -       -
+//	sign          request  kex,auth,login                   handed     -       kex
+//	prove         request  auth,login,authed                handed     -       -
+//	begin-decide  request  auth                             -          -       -
+//	decide        request  login                            -          -       -
+//	respond       request  login                            -          -       -
+//	handoff       request  authed                           -          -       authed
+//	login-record  request  -                                handed     -       -
+//	aead-new      request  -                                *          -       -
+//	aead-seal     request  -                                *          -       -
+//	aead-open     request  -                                *          -       -
+//
+// So a worker has one first-exchange signature per connection, signed
+// re-exchanges within limits (rates.go), a login begun once with its
+// first request (begin-decide) and decided by the monitor's own
+// auth.Authority, which verifies every signature over the session
+// identifier the monitor signed, and one hand-over once that login is
+// granted. A post-auth process has re-exchange signatures, host-key
+// proofs and login records for its connections and the AEADs the
+// configuration keeps on a token (Transport.Remote); a session keeper
+// only logs.
+//
+// A message of a type not in the table breaks the protocol: the child
+// is stopped (a worker is started again in its place); from a session
+// keeper, which is root and outlives the process it serves, it is
+// dropped. A request the table refuses is answered with the reason and
+// logged; a notification it refuses is dropped. Handlers check what is
+// particular to a request (a host key of this server and a hash of an
+// exchange's size, the re-exchange rates, a login record's terminal)
+// and, under the lock of the change they make, that two requests that
+// passed the table at once do not both make it.
 //
 // # Sockets
 //
@@ -169,6 +209,7 @@ type Monitor struct {
 	nextID atomic.Uint64
 	rates  *rates
 	pam    pamWork // requests that may be waiting in PAM
+	table  table   // what the children may send (table.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -212,7 +253,7 @@ func newMonitor(cfg Config) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, exe: cfg.Executable, root: os.Geteuid() == 0,
 		conns: map[uint64]*mconn{}, post: map[string]*child{}, rates: newRates(), linger: cfg.Linger,
-		suspects: map[netip.Addr]suspect{}}
+		suspects: map[netip.Addr]suspect{}, table: newTable()}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -261,7 +302,8 @@ type mconn struct {
 	user          string
 	perms         *perm.Permissions
 	settings      *connection.Config
-	signing       bool     // the first exchange's signature is being made
+	busy          *call    // the once-only request being served for it (table.go)
+	begun         bool     // its authentication has begun
 	authOver      bool     // the login ended with a Disconnect verdict: nothing more is answered
 	signs         bucket   // pre-auth re-exchanges
 	turn          signGate // one post-auth signature at a time (rates.go)

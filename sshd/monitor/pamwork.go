@@ -57,24 +57,15 @@ func (p *pamWork) give(src netip.Addr) {
 	}
 }
 
-// mayWaitInPAM reports whether msg is a request of worker c that may
-// wait in PAM, and the client address of its connection.
-func (m *Monitor) mayWaitInPAM(c *child, msg *ipc.Message) (netip.Addr, bool) {
-	r := wire.NewReader(msg.Payload)
-	id := r.Uint64("conn id")
-	switch msg.Type {
-	case ipc.TypeRespond:
-	case ipc.TypeDecide, ipc.TypeBeginDecide:
-		r.Bytes("user")
-		r.Bytes("service")
-		method := string(r.Bytes("method"))
-		if method != "password" && method != "keyboard-interactive" {
-			return netip.Addr{}, false
-		}
-	default:
+// mayWaitInPAM reports whether msg, of entry e, is a request of worker c
+// that may wait in PAM, and the client address of its connection.
+func (m *Monitor) mayWaitInPAM(c *child, e *entry, msg *ipc.Message) (netip.Addr, bool) {
+	if e.pam == nil {
 		return netip.Addr{}, false
 	}
-	if r.Err() != nil {
+	r := wire.NewReader(msg.Payload)
+	id := r.Uint64("conn id")
+	if !e.pam(r) || r.Err() != nil {
 		return netip.Addr{}, false // malformed: refused by the handler
 	}
 	m.mu.Lock()
@@ -88,22 +79,21 @@ func (m *Monitor) mayWaitInPAM(c *child, msg *ipc.Message) (netip.Addr, bool) {
 
 // pamRequest serves a request that may wait in PAM on a goroutine of its
 // own, within the bounds; it reports false when msg is not one.
-func (c *child) pamRequest(msg *ipc.Message) bool {
-	src, ok := c.m.mayWaitInPAM(c, msg)
+func (c *child) pamRequest(e *entry, msg *ipc.Message) bool {
+	src, ok := c.m.mayWaitInPAM(c, e, msg)
 	if !ok {
 		return false
 	}
 	if !c.m.pam.take(src) {
 		c.m.log.Warn("monitor: authentication refused: too many waiting for PAM", "proc", c.name, "remote_ip", src.String(),
 			"max", maxPAMWork, "max_per_source", maxPAMWorkSource)
-		secretWipe(msg)
+		e.wipe(msg)
 		c.peer.Reply(msg, nil, errPAMBusy)
 		return true
 	}
 	go func() {
 		defer c.m.pam.give(src)
-		out, err := c.m.serve(c, msg)
-		secretWipe(msg)
+		out, err := c.m.serve(c, e, msg)
 		c.peer.Reply(msg, out, err)
 	}()
 	return true

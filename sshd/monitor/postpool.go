@@ -103,6 +103,7 @@ func (m *Monitor) handedOver(conn *mconn, p *child) (*os.File, error) {
 		delete(old.conns, conn.id)
 	}
 	conn.owner, conn.phase = p, phaseHanded
+	conn.busy = nil // the hand-over is done: p may ask for it at once
 	f := conn.file
 	conn.file = nil
 	m.mu.Unlock()

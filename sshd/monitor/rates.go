@@ -111,20 +111,3 @@ func addrOf(a net.Addr) netip.Addr {
 	}
 	return netip.Addr{}
 }
-
-// signTurn waits for the turn of c's connection id to have a signature
-// made (signGate) and returns the function that ends it. Only an
-// authenticated connection waits: one that is not c's has no turn (the
-// request is refused), and in pre-auth a second request while the first
-// exchange is signed is refused, not queued (one first-exchange
-// signature per connection; requests.go).
-func (m *Monitor) signTurn(c *child, id uint64) (leave func()) {
-	m.mu.Lock()
-	conn := m.conns[id]
-	mine := conn != nil && conn.owner == c && conn.phase == phaseHanded
-	m.mu.Unlock()
-	if !mine {
-		return func() {}
-	}
-	return conn.turn.enter()
-}
