@@ -5,14 +5,14 @@ import (
 	"testing"
 )
 
-// TestSshdTCipherSelection: -T prints the cipher selection, client by
-// default, and a comment saying that the client's order picks, or, for
-// measured, what a steer compares.
+// TestSshdTCipherSelection: -T prints the cipher selection, measured by
+// default, and a comment with what a steer compares, or that the client's
+// order picks.
 func TestSshdTCipherSelection(t *testing.T) {
 	cfg := writeConfig(t, "")
 	for _, tc := range []struct{ opt, line, comment string }{
-		{"CipherSelection=measured", "\ncipherselection measured\n", "\n# cipherselection measured: steers a client to a cipher scored over 1.3x its own choice; scores chacha20-poly1305@openssh.com "},
-		{"", "\ncipherselection client\n", "\n# cipherselection client: the client's order picks the cipher\n"},
+		{"", "\ncipherselection measured\n", "\n# cipherselection measured: steers a client to a cipher scored over 1.3x its own choice; scores chacha20-poly1305@openssh.com "},
+		{"CipherSelection=client", "\ncipherselection client\n", "\n# cipherselection client: the client's order picks the cipher\n"},
 	} {
 		args := []string{"-T", "-f", cfg}
 		if tc.opt != "" {

@@ -147,7 +147,7 @@ type Config struct {
 	PKCS11StateDir   string   // where refused PINs are recorded; "" for the default, "none" for memory only
 	CryptoPolicy     provider.Mode
 	CryptoProfile    string            // transport profile of the algorithm lists not set: default, hardened
-	CipherSelection  string            // client (default): the client's order; measured: steer to a cipher measured faster than the client's
+	CipherSelection  string            // measured (default): steer to a cipher measured faster than the client's; client: its order
 	ProviderMap      map[string]string // algorithm -> provider spec
 	ProviderDeny     []provider.DenyEntry
 	CalibrationCache string // directory; "" for the user cache dir, "none" for no cache

@@ -256,9 +256,9 @@ var keywords = []*keyword{
 	enumKW("CryptoProfile", string(transport.ProfileDefault), func(c *Config) *string { return &c.CryptoProfile },
 		[]string{string(transport.ProfileDefault), string(transport.ProfileHardened)}, nil).
 		own().supported("sshd.Config.CryptoProfile and the default algorithm lists").eg("hardened"),
-	enumKW("CipherSelection", transport.SelectionClient, func(c *Config) *string { return &c.CipherSelection },
+	enumKW("CipherSelection", transport.SelectionMeasured, func(c *Config) *string { return &c.CipherSelection },
 		[]string{transport.SelectionClient, transport.SelectionMeasured}, nil).
-		own().supported("sshd.Config.CipherSelection: steer the client to a cipher measured faster than its choice").eg("measured"),
+		own().supported("sshd.Config.CipherSelection: steer the client to a cipher measured faster than its choice").eg("client"),
 	providerMapKW().own().supported("daemon: registry policy pins").eg("aes128-gcm=software"),
 	providerDenyKW().own().supported("daemon: registry policy deny list").eg("aes128-ctr"),
 	calibrationCacheKW().own().supported("daemon: registry calibration cache").eg("none"),

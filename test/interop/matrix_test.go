@@ -18,7 +18,7 @@ import (
 var (
 	writeTable = flag.String("write-table", "", "write the results as markdown to this file (e.g. ../../docs/interop.md); \"\" writes nothing")
 	parallel   = flag.Int("cells", 4, "cells run at once")
-	selection  = flag.String("cipher-selection", transport.SelectionClient, "the servers' CipherSelection (offload sshd's default: client)")
+	selection  = flag.String("cipher-selection", transport.SelectionMeasured, "the servers' CipherSelection (offload sshd's default: measured)")
 	opTimeout  = flag.Duration("op-timeout", time.Minute, "time limit of one op")
 )
 
