@@ -169,6 +169,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		s.scores = cfg.CipherScores
 		if s.scores == nil {
 			s.scores = cipherScores(s.reg, s.offer.ciphers)
+			s.log.Info("transport: cipher scores, measured at start", "scores", s.scoreList())
 		}
 	}
 	if err := s.loadModuli(cfg); err != nil {
@@ -358,10 +359,18 @@ func (s *Server) CipherSelectionSummary() string {
 	if s.selection != SelectionMeasured {
 		return "client: the client's order picks the cipher"
 	}
+	// The scores are measured at each start: they are in the log line
+	// "transport: cipher scores", not here, so that -T prints the same
+	// configuration every time (OpenSSH's regress cfgparse re-reads it).
+	return fmt.Sprintf("measured: steers a client to a cipher scored over %.1fx its own choice (the scores: the start's log line 'transport: cipher scores')",
+		noiseMargin)
+}
+
+// scoreList is "cipher score, ..." in the offer's order.
+func (s *Server) scoreList() string {
 	parts := make([]string, 0, len(s.offer.ciphers))
 	for _, c := range s.offer.ciphers {
 		parts = append(parts, fmt.Sprintf("%s %.0f", c, s.scores[c]))
 	}
-	return fmt.Sprintf("measured: steers a client to a cipher scored over %.1fx its own choice; scores %s",
-		noiseMargin, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
