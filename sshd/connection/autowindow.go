@@ -105,17 +105,31 @@ func (m *mux) sendKeepalive(now int64) {
 // it (on loopback 2 MiB allows several GB/s, more than any cipher here).
 const maxWindowRate = 2e9
 
+// openSSHWindowRate is maxWindowRate for OpenSSH's client, which pays
+// more CPU per byte the larger its window (client.go): its window grows
+// only where the path holds it under 200 MB/s (2 MiB at 10.5 ms or
+// more), never on loopback or a LAN, even on a loaded machine that
+// answers the round-trip probe a few milliseconds late (4 ms measured on
+// loopback beside two busy loops, which let 2 MiB grow to 8 MiB and an
+// upload take 9 s instead of 3.5 s).
+const openSSHWindowRate = 2e8
+
 // autoWindow is a channel's receive window and its growth.
 type autoWindow struct {
-	size, max uint32 // the window now, and how far it may grow
-	start     int64  // when the current round began, unix ns (0: none yet)
-	bytes     uint32 // consumed since start
+	size, max uint32  // the window now, and how far it may grow
+	rate      float64 // maxWindowRate, or less for a client a large window slows
+	start     int64   // when the current round began, unix ns (0: none yet)
+	bytes     uint32  // consumed since start
 }
 
 // adjusted accounts for n bytes given back at now, with rtt the round
 // trip (0 when unknown), and returns how much the window grows.
 func (w *autoWindow) adjusted(n uint32, now, rtt int64) uint32 {
-	if w.size >= w.max || float64(w.size)*1e9 >= maxWindowRate*float64(rtt) {
+	rate := w.rate
+	if rate == 0 {
+		rate = maxWindowRate
+	}
+	if w.size >= w.max || float64(w.size)*1e9 >= rate*float64(rtt) {
 		return 0
 	}
 	w.bytes = satAdd(w.bytes, n)
@@ -128,12 +142,28 @@ func (w *autoWindow) adjusted(n uint32, now, rtt int64) uint32 {
 		return 0
 	}
 	var grow uint32
-	if float64(w.bytes)*float64(rtt) >= 0.5*float64(w.size)*float64(elapsed) {
+	if limited(w.bytes, w.size, elapsed, rtt) {
 		grow = min(w.size, w.max-w.size)
 		w.size += grow
 	}
 	w.start, w.bytes = now, 0
 	return grow
+}
+
+// limited says whether a window of size bytes plausibly limits a client
+// that had n bytes consumed in elapsed ns at the round trip rtt: the
+// client sent at least half a window per round trip (the window comes
+// back in halves), and no more than the window allows. A window lets at
+// most size bytes through per round trip, plus one window queued before
+// the count began, so over the two or more round trips counted at most
+// 1.5 windows per round trip: more proves the round trip was measured
+// too long — a loaded machine answers the first probe late (92 ms
+// measured on loopback beside two busy loops) — and growing on it would
+// hand OpenSSH's client a window whose queue it compacts at great cost
+// (client.go): an upload measured 31 s instead of 4.6 s.
+func limited(n, size uint32, elapsed, rtt int64) bool {
+	perRTT := float64(n) * float64(rtt) / float64(elapsed) // bytes per round trip
+	return perRTT >= 0.5*float64(size) && perRTT <= 1.5*float64(size)
 }
 
 func satAdd(a, b uint32) uint32 {

@@ -72,6 +72,26 @@ func TestAutoWindowGrowsWithRTT(t *testing.T) {
 	if fixed.size != 2<<20 {
 		t.Errorf("a window without room to grow grew to %d", fixed.size)
 	}
+	// A loaded machine answered the first probe late: 92 ms measured on
+	// loopback, where a 2 MiB window carries 500 MB/s. Consuming far more
+	// than the window allows at that round trip proves it wrong.
+	late := autoWindow{size: 2 << 20, max: 32 << 20}
+	simulateMeasured(&late, 4*ms, 92*ms, 5e8, 2*time.Second)
+	if late.size != 2<<20 {
+		t.Errorf("a round trip measured 23x too long grew the window to %d", late.size)
+	}
+	// OpenSSH's client: a round trip of a few milliseconds (loopback on a
+	// loaded machine) grows nothing; a WAN's 100 ms still does.
+	busy := autoWindow{size: 2 << 20, max: 32 << 20, rate: openSSHWindowRate}
+	simulateWindow(&busy, 4*ms, 0, 2*time.Second)
+	if busy.size != 2<<20 {
+		t.Errorf("an OpenSSH client's window grew to %d at 4 ms", busy.size)
+	}
+	wan := autoWindow{size: 2 << 20, max: 32 << 20, rate: openSSHWindowRate}
+	simulateWindow(&wan, 100*ms, 0, 2*time.Second)
+	if wan.size != 32<<20 {
+		t.Errorf("an OpenSSH client's window at 100 ms is %d, want the maximum %d", wan.size, 32<<20)
+	}
 	unknown := autoWindow{size: 2 << 20, max: 32 << 20}
 	simulateMeasured(&unknown, 100*ms, 0, 0, time.Second)
 	if unknown.size != 2<<20 {
@@ -83,8 +103,14 @@ func TestAutoWindowGrowsWithRTT(t *testing.T) {
 // the window never passes its maximum.
 func TestAutoWindowSaturates(t *testing.T) {
 	w := autoWindow{size: 1 << 30, max: math.MaxInt32}
-	for now := int64(1); now < 100*int64(time.Second); now += int64(time.Second) {
-		w.adjusted(math.MaxUint32, now, int64(time.Second))
+	for now := int64(1); now < 10*int64(time.Second); now += int64(time.Second) {
+		w.adjusted(math.MaxUint32, now, int64(time.Second)) // beyond any window: no growth
+	}
+	if w.size != 1<<30 {
+		t.Errorf("counts beyond what the window allows grew it to %d", w.size)
+	}
+	for now := 10 * int64(time.Second); now < 100*int64(time.Second); now += int64(time.Second) / 2 {
+		w.adjusted(w.size/2, now, int64(time.Second)) // a window a round trip, in halves
 	}
 	if w.size != math.MaxInt32 {
 		t.Errorf("window %d, want the maximum %d", w.size, math.MaxInt32)

@@ -69,8 +69,9 @@ func newChannel(m *mux, id uint32, o openMsg) *channel {
 	c := &channel{m: m, id: id, remote: o.sender, kind: o.kind, inWindow: m.cfg.window,
 		outWindow: o.window, peerMax: min(o.maxPacket, sendChunk),
 		win: autoWindow{size: m.cfg.window, max: max(m.cfg.window, m.cfg.windowMax)}}
-	if m.cfg.PaceSends {
+	if m.cfg.PaceSends { // an OpenSSH client
 		c.pace = newPacer(o.window)
+		c.win.rate = openSSHWindowRate
 	}
 	c.cond.L = &c.mu
 	c.timeout.Store(int64(m.cfg.channelTimeout(o.kind, "")))
