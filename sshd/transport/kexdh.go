@@ -96,6 +96,9 @@ func signReply(s *Server, k *kexRun, msg byte, K []byte, fields ...[]byte) ([]by
 		return nil, kexError(err, "%s", k.a.kex.name)
 	}
 	H := exchangeHash(h, &k.m, hk.pub, append(fields, K)...)
+	if hp := provenanceOf(h); hp != "unknown" {
+		k.prov += "; " + hp // the exchange hash, as -T names it with the kex
+	}
 	sig, err := k.signer.SignExchange(hk.signAlg, hk.signPub, H)
 	if err != nil {
 		return nil, kexError(err, "signing the exchange hash")

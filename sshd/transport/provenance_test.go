@@ -67,7 +67,7 @@ func TestKexProvenanceIsWhatServed(t *testing.T) {
 	}
 	for kex, want := range map[string]string{
 		"curve25519-sha256":     `kex_provider="x25519 by software (software), fallback from flaky`,
-		"mlkem768x25519-sha256": `kex_provider="ml-kem-768 by software (software), fallback from flaky; x25519 by software (software), fallback from flaky"`,
+		"mlkem768x25519-sha256": `kex_provider="ml-kem-768 by software (software), fallback from flaky; x25519 by software (software), fallback from flaky; sha256 by software (software)"`,
 	} {
 		var logs logBuffer
 		ts := newTestServer(t, &Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
