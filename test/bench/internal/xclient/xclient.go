@@ -135,6 +135,16 @@ func run(c *ssh.Client, o *options) (Result, error) {
 	return Result{}, fmt.Errorf("xclient: unknown -op %q", o.op)
 }
 
+// quietShell sends SHLVL=1, as the harness's OpenSSH clients do
+// (SetEnv) and both servers accept: bash skips ~/.bashrc for it, whose
+// cost (a pyenv init takes seconds) is no part of a transfer.
+func quietShell(s *ssh.Session) error {
+	if err := s.Setenv("SHLVL", "1"); err != nil {
+		return fmt.Errorf("xclient: setenv SHLVL: %w", err)
+	}
+	return nil
+}
+
 // pipeUpload sends the file to a remote `wc -c` and checks its count.
 func pipeUpload(c *ssh.Client, o *options) (Result, error) {
 	f, err := os.Open(o.src)
@@ -147,6 +157,9 @@ func pipeUpload(c *ssh.Client, o *options) (Result, error) {
 		return Result{}, fmt.Errorf("xclient: %w", err)
 	}
 	defer s.Close()
+	if err := quietShell(s); err != nil {
+		return Result{}, err
+	}
 	s.Stdin = f
 	var out strings.Builder
 	s.Stdout = &out
@@ -169,6 +182,9 @@ func pipeDownload(c *ssh.Client, o *options) (Result, error) {
 		return Result{}, fmt.Errorf("xclient: %w", err)
 	}
 	defer s.Close()
+	if err := quietShell(s); err != nil {
+		return Result{}, err
+	}
 	out, err := s.StdoutPipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("xclient: %w", err)
