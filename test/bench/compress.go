@@ -212,8 +212,8 @@ func (w *workspace) writeTextPayload(ctx context.Context, size int64) (string, e
 	if err := writeRepeated(w.TextPayload, files, size); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("the %d .go files under GOROOT/src of %s (%s) in lexical path order, concatenated (%s) and repeated to %s",
-		len(files), lines[1], lines[0], formatSize(total), formatSize(size)), nil
+	return fmt.Sprintf("the %d .go files under GOROOT/src of %s (%s) in lexical path order, concatenated (%.1f MB) and repeated to %s",
+		len(files), lines[1], lines[0], float64(total)/1e6, formatSize(size)), nil
 }
 
 // goSources lists the .go files under dir in lexical order and their size.
