@@ -12,7 +12,10 @@
 // scp (SFTP protocol and legacy -O) up and down, `ssh host true`, and
 // handshakes per second with 1..32 concurrent in-process x/crypto/ssh
 // clients. offload also runs with CryptoPolicy software-only and with
-// AES-GCM pinned to a SoftHSM token through PKCS #11.
+// AES-GCM pinned to a SoftHSM token through PKCS #11. Only when named
+// in -only: compressed pipe transfers (ssh -o Compression=yes, a text
+// corpus and the random payload; compress.go) and the library clients
+// x/crypto and paramiko on their default algorithms (libclients.go).
 //
 // Every figure is the median of -rounds rounds; each round runs every
 // benchmark on every server, rotating which server goes first. Server CPU
