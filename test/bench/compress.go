@@ -54,7 +54,8 @@ func withCompression(argv []string) ([]string, error) {
 var kexLine = regexp.MustCompile(`kex: (client->server|server->client) cipher: (\S+) MAC: \S+ compression: (\S+)`)
 
 // compressionNegotiated fails unless ssh -v's output shows zlib
-// (zlib@openssh.com or zlib) in both directions.
+// (zlib@openssh.com or zlib) in both directions. Its errors have no
+// prefix; the callers add theirs.
 func compressionNegotiated(debug string) error {
 	found := map[string]string{}
 	for _, m := range kexLine.FindAllStringSubmatch(debug, -1) {
@@ -63,10 +64,10 @@ func compressionNegotiated(debug string) error {
 	for _, dir := range []string{"client->server", "server->client"} {
 		c, ok := found[dir]
 		if !ok {
-			return fmt.Errorf("bench: compression: ssh -v printed no %s algorithms", dir)
+			return fmt.Errorf("ssh -v printed no %s algorithms", dir)
 		}
 		if !strings.HasPrefix(c, "zlib") {
-			return fmt.Errorf("bench: compression was not negotiated: %s compression %q", dir, c)
+			return fmt.Errorf("compression was not negotiated: %s compression %q", dir, c)
 		}
 	}
 	return nil
@@ -79,7 +80,7 @@ var statLine = regexp.MustCompile(`compress (outgoing|incoming): raw data (\d+),
 // bytes of the payload's direction (outgoing for an upload).
 func compressionFactor(debug string, upload bool) (float64, error) {
 	if err := compressionNegotiated(debug); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("bench: %w", err)
 	}
 	dir := "incoming"
 	if upload {
@@ -181,11 +182,11 @@ func checkCompression(ctx context.Context, b *bench, servers []*server, cipher s
 		var debug bytes.Buffer
 		_, err = runCmdCapture(cctx, argv, nil, nil, &debug)
 		cancel()
-		if err == nil {
-			err = compressionNegotiated(debug.String())
-		}
 		if err != nil {
-			return fmt.Errorf("bench: %s: ssh -o Compression=yes: %w", sv.spec.Name, err)
+			return err
+		}
+		if err := compressionNegotiated(debug.String()); err != nil {
+			return fmt.Errorf("bench: %s with ssh -o Compression=yes: %w", sv.spec.Name, err)
 		}
 	}
 	return nil
