@@ -94,10 +94,19 @@ type cmdTimes struct {
 // runCmd runs argv with stdin and stdout, in its own process group that
 // is killed whole when ctx ends, and times it.
 func runCmd(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) (cmdTimes, error) {
+	return runCmdCapture(ctx, argv, stdin, stdout, nil)
+}
+
+// runCmdCapture is runCmd that also keeps the first MiB of the command's
+// standard error in capture, when not nil (ssh -v's debug output).
+func runCmdCapture(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer, capture *bytes.Buffer) (cmdTimes, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout = stdin, stdout
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
+	if capture != nil {
+		cmd.Stderr = io.MultiWriter(cmd.Stderr, &limitedBuffer{buf: capture, max: 1 << 20})
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
@@ -111,9 +120,29 @@ func runCmd(ctx context.Context, argv []string, stdin io.Reader, stdout io.Write
 		if ctx.Err() != nil {
 			return t, fmt.Errorf("bench: %s: %w after %v", shortArgv(argv), ctx.Err(), t.Wall.Round(time.Millisecond))
 		}
-		return t, fmt.Errorf("bench: %s: %v: %s", shortArgv(argv), err, strings.TrimSpace(stderr.String()))
+		msg := stderr.String()
+		if capture != nil {
+			msg = withoutDebug(capture.String())
+		}
+		return t, fmt.Errorf("bench: %s: %v: %s", shortArgv(argv), err, strings.TrimSpace(msg))
 	}
 	return t, nil
+}
+
+// withoutDebug is the end of ssh -v's output without its debug lines:
+// the error, when there is one.
+func withoutDebug(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "debug") {
+			keep = append(keep, l)
+		}
+	}
+	out := strings.Join(keep, "\n")
+	if len(out) > 600 {
+		out = "..." + out[len(out)-600:]
+	}
+	return out
 }
 
 // shortArgv names a command in errors without the long option list.

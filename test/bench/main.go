@@ -12,7 +12,10 @@
 // scp (SFTP protocol and legacy -O) up and down, `ssh host true`, and
 // handshakes per second with 1..32 concurrent in-process x/crypto/ssh
 // clients. offload also runs with CryptoPolicy software-only and with
-// AES-GCM pinned to a SoftHSM token through PKCS #11.
+// AES-GCM pinned to a SoftHSM token through PKCS #11. Only when named
+// in -only: compressed pipe transfers (ssh -o Compression=yes, a text
+// corpus and the random payload; compress.go) and the library clients
+// x/crypto and paramiko on their default algorithms (libclients.go).
 //
 // Every figure is the median of -rounds rounds; each round runs every
 // benchmark on every server, rotating which server goes first. Server CPU
@@ -45,9 +48,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/offload/offload/test/bench/internal/xclient"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == xclientCommand {
+		if err := xclient.Main(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -96,7 +108,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.offload, "offload", "", "offload binary (default: go build ./cmd/offload into the temp dir)")
 	fs.BoolVar(&o.pkcs11, "pkcs11", true, "also run offload with AES-GCM on a SoftHSM token")
 	servers := fs.String("servers", "all", "comma list of servers: openssh, offload, offload-inproc, offload-software, offload-win8m, offload-pkcs11, offload-clientsel")
-	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes, and the shapes concurrent, smallfiles, rtt, idle (\"shapes\": all four; \"all\": everything)")
+	only := fs.String("only", "all", "comma list of benchmarks: pipe, sftp, scp, latency, handshakes, and the shapes concurrent, smallfiles, rtt, idle (\"shapes\": all four; \"all\": all these), and, only when named, compress (ssh -C rows) and libclients (x/crypto and paramiko on their defaults)")
 	fs.Var(&o.extra, "offload-config", "`line` added to every offload server's configuration, e.g. \"ChannelWindowSize 2097152\"; repeatable")
 	fs.DurationVar(&o.budget, "budget", 0, "start no round that would end after this much measuring time (0: no limit)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (logs, configs) for debugging")

@@ -48,6 +48,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("\n### Handshakes per second by concurrent clients (ratio to OpenSSH; higher is better)\n\n")
 		metricTable(&b, r, keys, servers, func(c *Case) float64 { return c.PerSec }, "%.1f")
 	}
+	writeRows(&b, r, servers)
 	writeShapes(&b, r, servers)
 	writeErrors(&b, r)
 	_, err := io.WriteString(w, b.String())

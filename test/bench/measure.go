@@ -28,6 +28,7 @@ type bench struct {
 	// settings and shapes serve the transfer shapes (shapes.go).
 	settings Settings
 	shapes   *shapeState
+	lib      *libClients // the library-client rows' programs (libclients.go)
 }
 
 // transferTimeout bounds one transfer: a minute plus the payload at

@@ -22,10 +22,16 @@ var groups = map[string][]string{
 	"scp":        {kindSCPUp, kindSCPDown, kindSCPOUp, kindSCPODown},
 	"latency":    {kindLatency},
 	"handshakes": {kindHandshake},
+	// Only when named, not part of all: compression and library clients.
+	"compress":   compressKinds,
+	"libclients": libKinds,
 }
 
 // groupOrder is the order of -only's default, "all".
 var groupOrder = []string{"pipe", "sftp", "scp", "latency", "handshakes"}
+
+// extraOrder are the groups that run only when named.
+var extraOrder = []string{"compress", "libclients"}
 
 // parseOnly turns "pipe,sftp" (or "all") into the set of kinds to run.
 func parseOnly(s string) (map[string]bool, error) {
@@ -48,7 +54,7 @@ func parseOnly(s string) (map[string]bool, error) {
 		}
 		if !ok {
 			return nil, fmt.Errorf("bench: -only %q: want all, shapes or a comma list of %s", w,
-				strings.Join(append(append([]string{}, groupOrder...), shapeOrder...), ", "))
+				strings.Join(append(append(append([]string{}, groupOrder...), shapeOrder...), extraOrder...), ", "))
 		}
 		for _, k := range kinds {
 			out[k] = true
@@ -58,7 +64,8 @@ func parseOnly(s string) (map[string]bool, error) {
 }
 
 // makePlan lists the tasks of one round in a fixed order: pipes per
-// cipher, sftp, scp, latency, then handshakes per client count.
+// cipher, sftp, scp, compression, library clients, latency, then
+// handshakes per client count.
 func makePlan(s Settings, specs []serverSpec, kinds map[string]bool) []task {
 	var out []task
 	add := func(kind, cipher string, clients int, on func(serverSpec) bool) {
@@ -82,6 +89,12 @@ func makePlan(s Settings, specs []serverSpec, kinds map[string]bool) []task {
 	}
 	for _, k := range append(groups["sftp"], groups["scp"]...) {
 		add(k, s.XferCipher, 0, func(sp serverSpec) bool { return sp.Files && sp.Pipe(s.XferCipher) })
+	}
+	for _, k := range compressKinds {
+		add(k, s.XferCipher, 0, func(sp serverSpec) bool { return sp.Sessions && sp.Pipe(s.XferCipher) })
+	}
+	for _, k := range libKinds {
+		add(k, "", 0, func(sp serverSpec) bool { return sp.Sessions })
 	}
 	add(kindLatency, "", 0, func(sp serverSpec) bool { return sp.Sessions })
 	for _, n := range s.Clients {

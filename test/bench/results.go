@@ -54,6 +54,12 @@ type Sample struct {
 	RSSPerConnKiB float64 `json:",omitempty"`
 	AcceptP50Ms   float64 `json:",omitempty"`
 	AcceptP99Ms   float64 `json:",omitempty"`
+	// CompressFactor is compressed/raw bytes of the payload's direction
+	// (compression rows, from ssh -v).
+	CompressFactor float64 `json:",omitempty"`
+	// Negotiated is the cipher a library client negotiated: one name, or
+	// "client-to-server / server-to-client" when they differ.
+	Negotiated string `json:",omitempty"`
 }
 
 // Case is one benchmark on one server, with every round's sample.
@@ -78,6 +84,10 @@ type Case struct {
 	// Shapes (shapes.go): medians of the samples' fields of that name.
 	StreamMinMBps, StreamMaxMBps            float64 `json:",omitempty"`
 	RSSPerConnKiB, AcceptP50Ms, AcceptP99Ms float64 `json:",omitempty"`
+	// CompressFactor is the median of the samples'; Negotiated lists
+	// their distinct ciphers.
+	CompressFactor float64 `json:",omitempty"`
+	Negotiated     string  `json:",omitempty"`
 }
 
 // key identifies a benchmark independent of the server.
@@ -114,6 +124,7 @@ func (c *Case) summarize() {
 	c.OwnPerGiB = nz(median(own))
 	c.Millis, c.PerSec, c.ServerCPUPct = nz(median(ms)), nz(median(per)), nz(median(pct))
 	c.summarizeShapes()
+	c.summarizeRows()
 }
 
 // nz turns NaN into 0, which JSON can carry and omitempty drops.
@@ -177,6 +188,8 @@ type Report struct {
 	Notes    []string `json:",omitempty"`
 	// ProxyCeilings are the delay proxy's own rates (rtt shapes).
 	ProxyCeilings []ProxyCeiling `json:",omitempty"`
+	// TextCorpus says what the compression rows' text payload is.
+	TextCorpus string `json:",omitempty"`
 }
 
 // find returns the case of server for key k, or nil.

@@ -129,6 +129,9 @@ func measureAll(ctx context.Context, o *options, t *tools, w *workspace, servers
 	if err := warmUp(ctx, b, servers, o, log); err != nil {
 		return err
 	}
+	if err := prepareRows(ctx, b, servers, o, rep, log); err != nil {
+		return err
+	}
 	if err := measureProxyCeilings(ctx, o, rep, log); err != nil {
 		return err
 	}
@@ -216,6 +219,13 @@ func runTask(ctx context.Context, b *bench, sv *server, tk task, c *Case, o *opt
 		if err == nil {
 			fmt.Fprintf(log, "%s %.2fs, %.0f MB/s, server CPU %.2fs (session programs %.2fs), client CPU %.2fs\n", prefix, s.Seconds,
 				float64(s.Bytes)/s.Seconds/1e6, s.CPUSeconds, s.SessionCPUSeconds, s.ClientCPUSeconds)
+		}
+	case isCompress(tk.Kind), isLibClient(tk.Kind):
+		s, err := b.row(ctx, sv, tk)
+		record(s, err)
+		if err == nil {
+			fmt.Fprintf(log, "%s %.2fs, %.0f MB/s, server CPU %.2fs (session programs %.2fs), client CPU %.2fs%s\n", prefix, s.Seconds,
+				float64(s.Bytes)/s.Seconds/1e6, s.CPUSeconds, s.SessionCPUSeconds, s.ClientCPUSeconds, rowNote(s))
 		}
 	case tk.Kind == kindLatency:
 		var ms []float64

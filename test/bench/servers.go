@@ -39,6 +39,8 @@ const (
 	kexAlg     = login.KexAlgorithm
 	hostKeyAlg = login.HostKeyAlgorithm
 	etmMAC     = "hmac-sha2-256-etm@openssh.com"
+	// kexAlgLibSSH is kexAlg's old name, for the paramiko rows.
+	kexAlgLibSSH = "curve25519-sha256@libssh.org"
 )
 
 // shellEnv is sent by every client (SetEnv) and accepted by every server:
@@ -114,7 +116,9 @@ func configText(s serverSpec, w *workspace, addr string, port int, ciphers []str
 		"PubkeyAuthentication yes",
 		"PermitRootLogin prohibit-password",
 		"MACs " + etmMAC,
-		"KexAlgorithms " + kexAlg,
+		// paramiko 2 knows curve25519 only by its old name; every other
+		// client sends kexAlg alone.
+		"KexAlgorithms " + kexAlg + "," + kexAlgLibSSH,
 		"HostKeyAlgorithms " + hostKeyAlg,
 		"MaxStartups 200:30:400",
 		"MaxSessions 64",

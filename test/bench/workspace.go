@@ -24,6 +24,7 @@ type workspace struct {
 	AuthorizedKeys string
 	KnownHosts     string
 	Payload        string
+	TextPayload    string // the compressible payload, when compression rows run
 	Remote         string // directory uploads go to
 	Local          string // directory downloads go to
 	PinFile        string // SoftHSM user PIN, when a token was made
