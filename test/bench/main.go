@@ -63,13 +63,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	interrupted := ctx.Err() != nil // before stop, which cancels ctx too
 	stop()
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
 		}
 		fmt.Fprintln(os.Stderr, err)
-		if ctx.Err() != nil {
+		if interrupted {
 			fmt.Fprintln(os.Stderr, "bench: interrupted; servers stopped and temp files removed")
 		}
 		os.Exit(1)
