@@ -3,9 +3,11 @@ module github.com/offload/offload
 go 1.26.0
 
 require (
+	filippo.io/bigmod v0.1.0
 	github.com/ThalesGroup/crypto11 v1.6.2
 	github.com/creack/pty v1.1.24
 	github.com/elastic/go-seccomp-bpf v1.6.0
+	github.com/klauspost/compress v1.20.1
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/miekg/pkcs11 v1.1.2
 	github.com/msteinert/pam/v2 v2.1.0
@@ -17,7 +19,6 @@ require (
 )
 
 require (
-	filippo.io/bigmod v0.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect

@@ -2,8 +2,8 @@ package transport
 
 import (
 	"bytes"
-	"compress/zlib"
 	"fmt"
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -19,8 +19,12 @@ import (
 // Pre-authentication compression ("zlib") is not offered, as in OpenSSH
 // since 7.4: unauthenticated peers cannot reach the decompressor.
 //
-// Output is compressed with compress/zlib, flushed (a sync flush) after
-// each packet; input is decompressed by inflater (inflate.go), which
+// Output is compressed with github.com/klauspost/compress's zlib, at
+// OpenSSH's level, flushed (a sync flush) after each packet: on 32 KiB
+// packets of Go source it deflates 2.6x faster than compress/zlib at a
+// ratio of 0.252 instead of 0.245 (a micro-benchmark, both at level 6,
+// alternated on the 2-vCPU EPYC), and a compressed download is bound by
+// the server's deflate; input is decompressed by inflater (inflate.go), which
 // stops and resumes at any bit, as OpenSSH's partial flushes need, and
 // refuses a packet that would expand beyond MaxPacket bytes: a
 // decompression bomb costs the peer its connection, not the server its
