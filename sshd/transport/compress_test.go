@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"compress/zlib"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"testing"
+
+	kzlib "github.com/klauspost/compress/zlib"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -176,5 +179,80 @@ func TestStateCompression(t *testing.T) {
 	b, _ = st.MarshalBinary()
 	if err := back.UnmarshalBinary(b); err == nil {
 		t.Error("state with compression zlib accepted")
+	}
+}
+
+// TestInflateLevels: streams of every kind of block a deflater writes —
+// Huffman only, fast and best levels of compress/flate and of the
+// klauspost compressor the deflater uses — over bytes of a skewed
+// distribution (rare bytes get codes longer than the table's fastBits,
+// decoded a bit at a time), cut anywhere, decode to the input.
+func TestInflateLevels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	z := rand.NewZipf(rand.New(rand.NewPCG(7, 8)), 1.2, 1, 255)
+	in := make([]byte, 300<<10)
+	for i := range in {
+		in[i] = byte(z.Uint64())
+	}
+	type flushWriter interface {
+		io.Writer
+		Flush() error
+	}
+	writers := map[string]func(io.Writer, int) (flushWriter, error){
+		"compress/zlib": func(w io.Writer, l int) (flushWriter, error) { return zlib.NewWriterLevel(w, l) },
+		"klauspost":     func(w io.Writer, l int) (flushWriter, error) { return kzlib.NewWriterLevel(w, l) },
+	}
+	for name, newW := range writers {
+		for _, level := range []int{-2, 1, 6, 9} {
+			var stream bytes.Buffer
+			zw, err := newW(&stream, level)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zw.Write(in)
+			zw.Flush() // as SSH does: the stream never ends
+			f := newInflater(len(in))
+			var got []byte
+			for rest := stream.Bytes(); len(rest) > 0; {
+				n := min(len(rest), 1+rng.IntN(3000))
+				out, err := f.inflate(rest[:n])
+				if err != nil {
+					t.Fatalf("%s level %d: %v", name, level, err)
+				}
+				got = append(got, out...)
+				rest = rest[n:]
+			}
+			if !bytes.Equal(got, in) {
+				t.Fatalf("%s level %d: %d bytes back, want %d", name, level, len(got), len(in))
+			}
+		}
+	}
+}
+
+// BenchmarkInflate decodes 32 KiB packets of skewed bytes as the
+// deflater compresses them, packet by packet.
+func BenchmarkInflate(b *testing.B) {
+	z := rand.NewZipf(rand.New(rand.NewPCG(7, 8)), 1.2, 1, 255)
+	d := newDeflater()
+	var pkts [][]byte
+	for range 32 {
+		p := make([]byte, 32<<10)
+		for i := range p {
+			p[i] = byte(z.Uint64())
+		}
+		c, err := d.compress(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pkts = append(pkts, bytes.Clone(c))
+	}
+	b.SetBytes(32 * 32 << 10)
+	for b.Loop() {
+		f := newInflater(MaxPacket)
+		for _, p := range pkts {
+			if _, err := f.inflate(p); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

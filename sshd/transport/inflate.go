@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/offload/offload/sshd/wire"
 )
@@ -121,6 +123,10 @@ func (f *inflater) bits(n int) (uint32, error) {
 	if f.pos+n > len(f.in)*8 {
 		return 0, errNeedInput
 	}
+	if v, ok := f.peek(n); ok {
+		f.pos += n
+		return v, nil
+	}
 	var v uint32
 	for i := 0; i < n; {
 		byteI, bit := f.pos/8, f.pos%8
@@ -130,6 +136,18 @@ func (f *inflater) bits(n int) (uint32, error) {
 		f.pos += take
 	}
 	return v, nil
+}
+
+// peek returns the next n (≤ 32) bits without consuming them, when eight
+// bytes of input from the current one are at hand (the fast path of
+// bits and huffman.decode).
+func (f *inflater) peek(n int) (uint32, bool) {
+	i := f.pos / 8
+	if i+8 > len(f.in) {
+		return 0, false
+	}
+	w := binary.LittleEndian.Uint64(f.in[i:]) >> (f.pos % 8)
+	return uint32(w) & (1<<n - 1), true
 }
 
 func (f *inflater) zlibHeader() error {
@@ -225,8 +243,22 @@ func (f *inflater) room(n int) error {
 	return nil
 }
 
-// codes decodes one literal, end of block, or match.
+// codes decodes literals, matches and the end of block: one, and then
+// more while the input holds the longest symbol (48 bits: a 15-bit
+// length code with 5 extra bits, a 15-bit distance code with 13), so no
+// symbol after the first can need more input — inflate undoes a step
+// that does, which would undo the symbols before it too.
 func (f *inflater) codes() error {
+	for {
+		err := f.code()
+		if err != nil || f.state != inflateCodes || f.pos/8+8 > len(f.in) {
+			return err
+		}
+	}
+}
+
+// code decodes one literal, end of block, or match.
+func (f *inflater) code() error {
 	sym, err := f.lit.decode(f)
 	if err != nil {
 		return err
@@ -265,6 +297,10 @@ func (f *inflater) codes() error {
 		return err
 	}
 	from := len(f.win) - dist
+	if dist >= length {
+		f.win = append(f.win, f.win[from:from+length]...)
+		return nil
+	}
 	for i := 0; i < length; i++ { // overlapping copies repeat the data
 		f.win = append(f.win, f.win[from+i])
 	}
@@ -352,11 +388,17 @@ func (f *inflater) repeat(sym int, lens []uint8, i int) (uint8, int, error) {
 }
 
 // huffman is a canonical Huffman code, decoded a bit at a time by the
-// count of codes of each length (RFC 1951 §3.2.2).
+// count of codes of each length (RFC 1951 §3.2.2), with a table for the
+// codes of up to fastBits bits, which most symbols have: indexed by the
+// next fastBits bits of input, an entry is the symbol << 4 | its length
+// (0: a longer code, decoded a bit at a time).
 type huffman struct {
 	count  [16]uint16
 	symbol [288]uint16
+	fast   [1 << fastBits]uint16
 }
+
+const fastBits = 9
 
 func (h *huffman) build(lens []uint8) error {
 	h.count = [16]uint16{}
@@ -381,11 +423,44 @@ func (h *huffman) build(lens []uint8) error {
 			offs[l]++
 		}
 	}
+	h.buildFast(lens)
 	return nil
+}
+
+// buildFast fills the table of short codes. A code is sent most
+// significant bit first, so its bits reversed are the table index's low
+// bits; every index with those low bits decodes to it.
+func (h *huffman) buildFast(lens []uint8) {
+	h.fast = [1 << fastBits]uint16{}
+	var next [16]int // the next code of each length (RFC 1951 §3.2.2)
+	code := 0
+	for l := 1; l < 16; l++ {
+		code = (code + int(h.count[l-1])) << 1
+		next[l] = code
+	}
+	for sym, l := range lens {
+		if l == 0 || l > fastBits {
+			if l != 0 {
+				next[l]++
+			}
+			continue
+		}
+		rev := int(bits.Reverse16(uint16(next[l])) >> (16 - l))
+		next[l]++
+		for i := rev; i < len(h.fast); i += 1 << l {
+			h.fast[i] = uint16(sym)<<4 | uint16(l)
+		}
+	}
 }
 
 // decode reads one symbol; incomplete codes that hit no symbol are errors.
 func (h *huffman) decode(f *inflater) (int, error) {
+	if v, ok := f.peek(fastBits); ok {
+		if e := h.fast[v]; e&15 != 0 {
+			f.pos += int(e & 15)
+			return int(e >> 4), nil
+		}
+	}
 	code, first, index := 0, 0, 0
 	for l := 1; l < 16; l++ {
 		b, err := f.bits(1)
