@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -89,14 +87,9 @@ func startAllowDeny(t *testing.T, impl, sshdBin, authorizedKeys, rules string) s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); cmd.Wait(); lf.Close() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(log)
-			t.Fatalf("sshd did not listen on %s: %s", addr, strings.TrimSpace(string(b)))
-		}
+	if !testenv.WaitUntil(t, func() bool { return testenv.Listening(addr) }) {
+		b, _ := os.ReadFile(log)
+		t.Fatalf("sshd did not listen on %s: %s", addr, strings.TrimSpace(string(b)))
 	}
+	return addr
 }

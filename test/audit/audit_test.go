@@ -226,12 +226,8 @@ func startOpenSSH(t *testing.T, sshdBin string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for i := 0; i < 100; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testenv.WaitUntil(t, func() bool { return testenv.Listening(addr) }) {
+		return addr
 	}
 	t.Fatalf("OpenSSH's sshd did not listen on %s", addr)
 	return ""

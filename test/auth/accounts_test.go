@@ -74,10 +74,7 @@ func openSSHD(t *testing.T, f *fixture, lines ...string) (string, *sshtest.LogBu
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// its own line, not a probe: a connection closed before the
 	// identification is logged, and would be one more line to compare
-	for i := 0; i < 200 && !strings.Contains(log.String(), "Server listening on"); i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !strings.Contains(log.String(), "Server listening on") {
+	if !testenv.WaitUntil(t, func() bool { return strings.Contains(log.String(), "Server listening on") }) {
 		t.Fatalf("sshd did not listen on %s:\n%s", port, log)
 	}
 	return port, log
@@ -94,12 +91,8 @@ func freePort(t *testing.T) string {
 }
 
 func waitPort(t *testing.T, port string, log fmt.Stringer) {
-	for i := 0; i < 100; i++ {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testenv.WaitUntil(t, func() bool { return testenv.Listening("127.0.0.1:" + port) }) {
+		return
 	}
 	t.Fatalf("sshd did not listen on %s:\n%s", port, log)
 }

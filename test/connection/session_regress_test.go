@@ -83,10 +83,13 @@ func TestChannelTimeoutLikeOpenSSH(t *testing.T) {
 	f := newFixture(t, &connection.Config{ChannelTimeouts: []connection.ChannelTimeout{{Type: "session:*", Timeout: 2 * time.Second}}})
 	ref := f.reference(t, "ChannelTimeout session:*=2s")
 	for _, srv := range []*fixture{f, ref} {
+		// The session must start and be closed before its command ends: a
+		// bound on the time alone would also pass a connection that failed,
+		// and fail a slow machine's login.
 		start := time.Now()
-		out, _, code := srv.ssh(t, nil, nil, "sleep 8; echo done")
-		if d := time.Since(start); d > 5*time.Second || strings.Contains(out, "done") {
-			t.Errorf("port %s: idle session ran %v (%q, code %d)", srv.port, d, out, code)
+		out, _, code := srv.ssh(t, nil, nil, "echo started; sleep 8; echo done")
+		if d := time.Since(start); out != "started\n" || d >= 8*time.Second {
+			t.Errorf("port %s: idle session ran %v (%q, code %d), want it closed after its 2s", srv.port, d, out, code)
 		}
 		out, _, code = srv.ssh(t, nil, nil, "for i in 1 2 3 4 5 6; do echo tick; sleep 0.4; done")
 		if out != strings.Repeat("tick\n", 6) || code != 0 {

@@ -149,13 +149,8 @@ func freePort(t *testing.T) string {
 }
 
 func (d *daemon) waitListening() {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+d.port); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testenv.WaitUntil(d.t, func() bool { return testenv.Listening("127.0.0.1:" + d.port) }) {
+		return
 	}
 	d.t.Fatalf("offload sshd did not listen on %s:\n%s", d.port, d.log.String())
 }

@@ -110,12 +110,8 @@ func startOpenSSHFor(t *testing.T, kex, hostAlgs []string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testenv.WaitUntil(t, func() bool { return testenv.Listening(addr) }) {
+		return addr
 	}
 	t.Fatalf("OpenSSH's sshd did not listen on %s", addr)
 	return ""
