@@ -53,7 +53,7 @@ func TestPenaltyRefusesFailingSource(t *testing.T) {
 	})
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	from := func(src, key string) (int, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithDeadline(context.Background(), testenv.StartupDeadline(t)) // a login's time is the machine's load
 		defer cancel()
 		cmd := exec.CommandContext(ctx, f.ssh, "-F", "/dev/null", "-b", src, "-p", port, "-i", key, "-o", "IdentitiesOnly=yes",
 			"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
@@ -99,7 +99,7 @@ func TestPenaltyDaemon(t *testing.T) {
 	d := startOffloadDaemon(t, f, nil, nil, "PerSourcePenalties authfail:20s min:1s", "PerSourceMaxStartups 5",
 		"MaxStartups 200", "LogLevel VERBOSE")
 	from := func(src, key string) (int, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithDeadline(context.Background(), testenv.StartupDeadline(t))
 		defer cancel()
 		cmd := exec.CommandContext(ctx, f.ssh, append([]string{"-b", src, "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"},
 			sshArgs(d.port, u.Username)...)...)
