@@ -240,3 +240,23 @@ func TestSecretMessagesOneAllocation(t *testing.T) {
 		t.Errorf("RespondRequest: %d bytes in a buffer of %d", len(r), cap(r))
 	}
 }
+
+// The monitor-to-child messages are fuzzed too: a child trusts its
+// monitor, but its decoders are bounded all the same.
+
+func FuzzNewConn(f *testing.F) {
+	fuzzParse(f, &NewConn{ConnID: 1, Local: "127.0.0.1:22", Remote: "[::1]:5000"}, (*NewConn).Marshal, ParseNewConn)
+}
+
+func FuzzCloseConn(f *testing.F) {
+	fuzzParse(f, &CloseConn{ConnID: 1, Reason: "grace"}, (*CloseConn).Marshal, ParseCloseConn)
+}
+
+func FuzzAdopt(f *testing.F) {
+	fuzzParse(f, &Adopt{ConnID: 1, Local: "a", Remote: "b", Perms: []byte{1}, Settings: []byte{2}, State: []byte{3}, LogLevel: -4},
+		(*Adopt).Marshal, ParseAdopt)
+}
+
+func FuzzLastLogin(f *testing.F) {
+	fuzzParse(f, &LastLogin{Unix: 1700000000, Host: "192.0.2.1", TTY: "pts/1"}, (*LastLogin).Marshal, ParseLastLogin)
+}
