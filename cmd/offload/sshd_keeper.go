@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/sandbox"
+	"github.com/offload/offload/sshd/wire"
 )
 
 // Restarts keep sessions (docs/architecture.md, "Restarts"). On SIGTERM a
@@ -36,11 +36,45 @@ const keeperRole = "sshd-keeper"
 // maxKeeperState bounds the state a keeper reads from fd 3.
 const maxKeeperState = 64 << 20
 
-// keeperState is what the daemon passes to its session keeper.
+// keeperState is what the daemon passes to its session keeper, in the
+// SSH wire types of every message between offload's processes.
 type keeperState struct {
 	Args     []string // the daemon's sshd flags: where its configuration is
 	Handover []byte   // monitor.Handover.State
 	Files    int      // descriptors from fd 4 on
+}
+
+// Bounds of a decoded keeperState.
+const (
+	maxKeeperArgs  = 256
+	maxKeeperArg   = 4 << 10
+	maxKeeperFiles = 1 << 20
+)
+
+func (st *keeperState) marshal() []byte {
+	b := wire.AppendUint32(nil, uint32(len(st.Args)))
+	for _, a := range st.Args {
+		b = wire.AppendString(b, a)
+	}
+	return wire.AppendUint32(wire.AppendBytes(b, st.Handover), uint32(st.Files))
+}
+
+func parseKeeperState(p []byte) (*keeperState, error) {
+	r := wire.NewReader(p)
+	st := &keeperState{}
+	for i, n := 0, r.Count("args", maxKeeperArgs); i < n && r.Err() == nil; i++ {
+		st.Args = append(st.Args, r.StringMax("arg", maxKeeperArg))
+	}
+	st.Handover = r.BytesMax("hand-over", maxKeeperState)
+	if n := r.Uint32("files"); n <= maxKeeperFiles {
+		st.Files = int(n)
+	} else {
+		r.Fail("files", fmt.Errorf("%d, at most %d", n, maxKeeperFiles))
+	}
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // keepSessions hands the sessions of every separated generation to a
@@ -71,10 +105,7 @@ func (d *daemon) keepSessions(live []*generation) {
 // startKeeper starts a session keeper with the hand-over and returns its
 // process id.
 func startKeeper(o *sshdOptions, h *monitor.Handover) (int, error) {
-	st, err := json.Marshal(&keeperState{Args: keeperArgs(o), Handover: h.State, Files: len(h.Files)})
-	if err != nil {
-		return 0, err
-	}
+	st := (&keeperState{Args: keeperArgs(o), Handover: h.State, Files: len(h.Files)}).marshal()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -156,9 +187,9 @@ func keeperMain() int {
 	f := os.NewFile(3, "keeper-state")
 	b, err := io.ReadAll(io.LimitReader(f, maxKeeperState))
 	f.Close()
-	var st keeperState
+	var st *keeperState
 	if err == nil {
-		err = json.Unmarshal(b, &st)
+		st, err = parseKeeperState(b)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "offload sshd session keeper: state:", err)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -46,4 +48,40 @@ func TestSshdStopEndsPreauth(t *testing.T) {
 	if n := d.stats.active.Load(); n != 0 {
 		t.Errorf("%d connections still active", n)
 	}
+}
+
+func TestKeeperStateRoundTrip(t *testing.T) {
+	want := &keeperState{Args: []string{"-f", "/etc/ssh/sshd_config", "-o", "LogLevel=DEBUG"}, Handover: []byte{1, 2, 3}, Files: 4}
+	b := want.marshal()
+	got, err := parseKeeperState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, want %+v", got, want)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := parseKeeperState(b[:n]); err == nil {
+			t.Fatalf("cut to %d of %d bytes was accepted", n, len(b))
+		}
+	}
+	if _, err := parseKeeperState(append(b, 0)); err == nil {
+		t.Fatal("a trailing byte was accepted")
+	}
+}
+
+// FuzzKeeperState: the decoder never panics, and what it accepts encodes
+// back to the same bytes.
+func FuzzKeeperState(f *testing.F) {
+	f.Add((&keeperState{Args: []string{"-f", "x"}, Handover: []byte{1}, Files: 2}).marshal())
+	f.Add((&keeperState{}).marshal())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := parseKeeperState(b)
+		if err != nil {
+			return
+		}
+		if again := st.marshal(); !bytes.Equal(again, b) {
+			t.Fatalf("accepted %x but it encodes as %x", b, again)
+		}
+	})
 }

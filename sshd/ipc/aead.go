@@ -1,11 +1,8 @@
 package ipc
 
 import (
-	"context"
-	"crypto/cipher"
 	"fmt"
 
-	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -15,6 +12,8 @@ import (
 // as Solaris processes reached their crypto units through the kernel
 // framework: each packet is one request. The PIN never leaves the
 // monitor. Only AEADs travel this way (AES-GCM is what tokens offer).
+// The child's side is sshd/remote.Provider, the monitor's
+// monitor.AEADServer.
 
 // AEADNew asks the monitor for an AEAD of Alg under Key from its own
 // registry; the reply is an AEADHandle.
@@ -33,8 +32,12 @@ func ParseAEADNew(p []byte) (*AEADNew, error) {
 	return m, d.done(TypeAEADNew)
 }
 
+// MaxLanes bounds the lanes of an AEAD the monitor serves (as
+// provider.MaxLanes does; sshd/remote checks the two agree).
+const MaxLanes = 64
+
 // AEADCreated is the reply to AEADNew: the AEAD's handle, how many calls
-// it serves at once (provider.Lanes; 1 to provider.MaxLanes), and where
+// it serves at once (provider.Lanes; 1 to MaxLanes), and where
 // it lives (the token's label and serial, and the slot; empty for an
 // AEAD the monitor serves in Go), for the process's provenance.
 type AEADCreated struct {
@@ -60,8 +63,8 @@ func ParseAEADCreated(p []byte) (*AEADCreated, error) {
 	if err := d.done(TypeAEADNew); err != nil {
 		return nil, err
 	}
-	if m.Lanes < 1 || m.Lanes > provider.MaxLanes {
-		return nil, &ProtocolError{Type: TypeAEADNew, Err: fmt.Errorf("%d lanes, want 1 to %d", m.Lanes, provider.MaxLanes)}
+	if m.Lanes < 1 || m.Lanes > MaxLanes {
+		return nil, &ProtocolError{Type: TypeAEADNew, Err: fmt.Errorf("%d lanes, want 1 to %d", m.Lanes, MaxLanes)}
 	}
 	return m, nil
 }
@@ -109,123 +112,3 @@ const (
 	maxAD       = 64
 	maxAEADData = MaxMessage - 256
 )
-
-// RemoteProvider is a child's stand-in for a provider only the monitor
-// has: it serves the AEADs of Algorithms through the monitor. Its name is
-// that of the provider it stands for, so that policy pins, logs and
-// provenance name the provider that does the work.
-type RemoteProvider struct {
-	Peer       *Peer
-	ProvName   string
-	Algorithms []string
-}
-
-var _ provider.AEADProvider = (*RemoteProvider)(nil)
-
-// Name is the name of the monitor's provider.
-func (r *RemoteProvider) Name() string { return r.ProvName }
-
-// Kind is hardware: the work is done by the monitor's device.
-func (r *RemoteProvider) Kind() provider.Kind { return provider.KindHardware }
-
-// Capabilities lists the AEADs the monitor serves.
-func (r *RemoteProvider) Capabilities() []provider.Capability {
-	var out []provider.Capability
-	for _, a := range r.Algorithms {
-		out = append(out, provider.Capability{Algorithm: a, Ops: provider.OpSeal | provider.OpOpen, Flags: provider.FlagHardware})
-	}
-	return out
-}
-
-// Close does nothing: the AEADs are closed one by one.
-func (r *RemoteProvider) Close() error { return nil }
-
-// NewAEAD asks the monitor for an AEAD under key.
-func (r *RemoteProvider) NewAEAD(alg *provider.Algorithm, key []byte) (cipher.AEAD, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
-	defer cancel()
-	b, err := r.Peer.Call(ctx, TypeAEADNew, (&AEADNew{Alg: alg.Name, Key: key}).Marshal())
-	if err != nil {
-		return nil, err
-	}
-	h, err := ParseAEADCreated(b)
-	if err != nil {
-		return nil, err
-	}
-	return &remoteAEAD{peer: r.Peer, handle: h.Handle, alg: alg, lanes: int(h.Lanes),
-		prov: provider.Provenance{Token: h.Token, Serial: h.Serial, Slot: uint(h.Slot), Detail: "through the monitor"}}, nil
-}
-
-var (
-	_ provider.FallibleAEAD   = (*remoteAEAD)(nil)
-	_ provider.ConcurrentAEAD = (*remoteAEAD)(nil)
-	_ provider.Provenancer    = (*remoteAEAD)(nil)
-)
-
-// remoteAEAD is an AEAD held by the monitor. It is safe for concurrent
-// use: each call is a request of its own, and the monitor serves them at
-// once up to the lanes its AEAD has.
-type remoteAEAD struct {
-	peer   *Peer
-	handle uint32
-	alg    *provider.Algorithm
-	lanes  int
-	prov   provider.Provenance // where the monitor serves it, as it said at creation
-}
-
-// Provenance says where the monitor serves the AEAD (its token and slot),
-// as it said when it made it; the registry adds the provider's name.
-func (a *remoteAEAD) Provenance() provider.Provenance { return a.prov }
-
-func (a *remoteAEAD) NonceSize() int { return a.alg.NonceSize }
-func (a *remoteAEAD) Overhead() int  { return a.alg.TagSize }
-
-// Lanes is how many calls the monitor's AEAD serves at once: the
-// transport keeps that many packets in flight, which also hides the
-// round trip to the monitor.
-func (a *remoteAEAD) Lanes() int { return a.lanes }
-
-// Seal asks the monitor to seal; cipher.AEAD cannot return an error, so a
-// failure panics, which the transport turns into the end of the
-// connection (see transport.ProviderError).
-func (a *remoteAEAD) Seal(dst, nonce, plaintext, ad []byte) []byte {
-	out, err := a.call(TypeAEADSeal, nonce, ad, plaintext)
-	if err != nil {
-		panic(fmt.Errorf("ipc: seal through the monitor: %w", err))
-	}
-	return append(dst, out...)
-}
-
-// SealErr is Seal reporting a failure as an error (provider.FallibleAEAD),
-// which the transport uses.
-func (a *remoteAEAD) SealErr(dst, nonce, plaintext, ad []byte) ([]byte, error) {
-	out, err := a.call(TypeAEADSeal, nonce, ad, plaintext)
-	if err != nil {
-		return nil, fmt.Errorf("ipc: seal through the monitor: %w", err)
-	}
-	return append(dst, out...), nil
-}
-
-// OpenErr is Open (provider.FallibleAEAD).
-func (a *remoteAEAD) OpenErr(dst, nonce, ciphertext, ad []byte) ([]byte, error) {
-	return a.Open(dst, nonce, ciphertext, ad)
-}
-
-func (a *remoteAEAD) Open(dst, nonce, ciphertext, ad []byte) ([]byte, error) {
-	out, err := a.call(TypeAEADOpen, nonce, ad, ciphertext)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, out...), nil
-}
-
-func (a *remoteAEAD) call(t Type, nonce, ad, data []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
-	defer cancel()
-	return a.peer.Call(ctx, t, (&AEADCall{Handle: a.handle, Nonce: nonce, AD: ad, Data: data}).Marshal())
-}
-
-// Close releases the monitor's AEAD.
-func (a *remoteAEAD) Close() error {
-	return a.peer.Notify(TypeAEADClose, (&AEADHandle{Handle: a.handle}).Marshal())
-}

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/offload/offload/provider"
 )
 
 // Environment of a child process: the role to run, and the descriptor of
@@ -90,19 +88,6 @@ func (c *Child) readConfig() error {
 	case <-ctx.Done():
 		return errors.New("ipc: no configuration from the monitor")
 	}
-}
-
-// Metrics returns the sink the child's registry counts into, and starts
-// reporting it to the monitor, when the configuration asks for it; nil
-// otherwise.
-func (c *Child) Metrics() (*provider.Metrics, *MetricsReporter) {
-	if !c.Config.Metrics {
-		return nil, nil
-	}
-	m := provider.NewMetrics()
-	r := NewMetricsReporter(c.Peer, m)
-	go r.Run(c.Peer.Done())
-	return m, r
 }
 
 // Serve makes h the handler of every later message and tells the monitor

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -28,7 +27,7 @@ type ChildConfig struct {
 	// anything else: the monitor starts its children as itself (so that
 	// a program only root may execute can run them) and each drops its
 	// privileges first thing.
-	Identity *sandbox.Identity
+	Identity *Identity
 	// LoginRecords says the monitor writes login records for the
 	// post-auth process's pty sessions.
 	LoginRecords bool
@@ -51,13 +50,11 @@ type PAMSession struct {
 	Spawn bool
 }
 
-// Become drops the child's privileges to its configured Identity, if
-// any (see sandbox.DropTo).
-func (c *ChildConfig) Become() error {
-	if c.Identity == nil {
-		return nil
-	}
-	return sandbox.DropTo(*c.Identity)
+// Identity is who a child runs as: sandbox.Identity field for field
+// (sshd/remote.Become drops to it).
+type Identity struct {
+	Uid, Gid uint32
+	Groups   []uint32
 }
 
 // maxGroups bounds the supplementary groups of an Identity.
@@ -80,7 +77,7 @@ func (c *ChildConfig) Marshal() ([]byte, error) {
 	return b, nil
 }
 
-func appendIdentity(b []byte, id *sandbox.Identity) []byte {
+func appendIdentity(b []byte, id *Identity) []byte {
 	if id == nil {
 		return wire.AppendBool(b, false)
 	}
@@ -119,11 +116,11 @@ func ParseChildConfig(p []byte) (*ChildConfig, error) {
 	return c, d.done(TypeConfig)
 }
 
-func (d *decoder) identity() *sandbox.Identity {
+func (d *decoder) identity() *Identity {
 	if !d.boolean("identity") {
 		return nil
 	}
-	return &sandbox.Identity{Uid: d.Uint32("uid"), Gid: d.Uint32("gid"), Groups: d.groups()}
+	return &Identity{Uid: d.Uint32("uid"), Gid: d.Uint32("gid"), Groups: d.groups()}
 }
 
 // groups reads a list of group ids; none is an empty list, not nil.

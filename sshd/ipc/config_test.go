@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/offload/offload/sshd/sandbox"
 )
 
 func marshalConfig(c *ChildConfig) []byte {
@@ -18,10 +16,10 @@ func marshalConfig(c *ChildConfig) []byte {
 
 func TestChildConfigRoundTrip(t *testing.T) {
 	roundTrip(t, "worker", &ChildConfig{Plan: []byte{1, 2, 3}, LogLevel: slog.LevelDebug, LoginGraceTime: time.Minute,
-		MaxRequests: 60, Metrics: true, Identity: &sandbox.Identity{Uid: 100, Gid: 65534, Groups: []uint32{}}},
+		MaxRequests: 60, Metrics: true, Identity: &Identity{Uid: 100, Gid: 65534, Groups: []uint32{}}},
 		marshalConfig, ParseChildConfig)
 	roundTrip(t, "post-auth", &ChildConfig{Plan: []byte{9}, LogLevel: slog.LevelWarn, User: "alice", LoginRecords: true,
-		Identity: &sandbox.Identity{Uid: 1000, Gid: 1000, Groups: []uint32{4, 27}}, Chroot: "/srv/jail"},
+		Identity: &Identity{Uid: 1000, Gid: 1000, Groups: []uint32{4, 27}}, Chroot: "/srv/jail"},
 		marshalConfig, ParseChildConfig)
 	roundTrip(t, "keeper", &ChildConfig{User: "bob", PAM: &PAMSession{Service: "sshd", ConfDir: "/etc/pam.d",
 		RemoteHost: "192.0.2.1", Spawn: true}}, marshalConfig, ParseChildConfig)
@@ -34,7 +32,7 @@ func TestChildConfigTooLarge(t *testing.T) {
 }
 
 func FuzzChildConfig(f *testing.F) {
-	fuzzParse(f, &ChildConfig{Plan: []byte{1}, User: "u", Identity: &sandbox.Identity{Groups: []uint32{1}},
+	fuzzParse(f, &ChildConfig{Plan: []byte{1}, User: "u", Identity: &Identity{Groups: []uint32{1}},
 		PAM: &PAMSession{Service: "sshd"}}, marshalConfig, ParseChildConfig)
 }
 

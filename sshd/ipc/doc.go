@@ -1,6 +1,8 @@
 // Package ipc is the typed, bounded interface between the processes of
 // offload sshd: the privileged monitor, the pre-auth workers and the
-// post-auth processes.
+// post-auth processes. It is messages only: it imports the standard
+// library, golang.org/x/sys, sshd/wire and internal/rawio, and nothing
+// that gives the messages their meaning (a test enforces the list).
 //
 // # Transport
 //
@@ -14,12 +16,23 @@
 //
 // # Messages
 //
-// Each message type has a struct with Marshal and a Parse function. The
-// monitor trusts nothing a child sends: every decoder of the
-// child-to-monitor direction (SignRequest, DecideRequest,
-// HandoffRequest, ConnDone, Log) bounds each field, refuses trailing bytes
-// and has a fuzz target. The first message a child gets, TypeConfig, is a
-// binary ChildConfig carrying the encoded plan (sshd/plan) the child
-// constructs its transport from; the connection settings of Adopt still
-// travel as JSON.
+// Each message type has a plain struct with Marshal and a Parse
+// function, in one encoding: SSH wire types (sshd/wire), every field
+// bounded, trailing bytes refused. The monitor trusts nothing a child
+// sends: every decoder of the child-to-monitor direction (SignRequest,
+// DecideRequest, RespondRequest, HandoffRequest, ConnDone, Log, Metrics,
+// the AEAD calls) has a fuzz target, and so do the others. The first
+// message a child gets, TypeConfig, is a ChildConfig carrying the encoded
+// plan (sshd/plan) the child constructs its transport from. An Adopt
+// carries the login's permissions, the connection's settings and its
+// transport state in the binary forms of the packages that own them
+// (perm.Permissions, connection.Config and transport.State, each
+// MarshalBinary, bounded and fuzzed there).
+//
+// # Meaning
+//
+// The structs are ipc's own: sshd/preauth and sshd/monitor convert the
+// authentication messages from and to sshd/auth's types, and the
+// monitor's services reach a child through sshd/remote (the host-key
+// signer, the AEADs of a token, the metrics reporter).
 package ipc

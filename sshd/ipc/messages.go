@@ -1,14 +1,18 @@
 package ipc
 
 import (
-	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/offload/offload/internal/rawio"
-	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/wire"
 )
+
+// SignTimeout bounds a request to the monitor that may wait on a token or
+// a slow decision: a host-key signature, an AEAD's creation or call, a
+// hand-over (a token may be slow, a monitor may be gone).
+const SignTimeout = 30 * time.Second
 
 // Type is a message type.
 type Type uint8
@@ -65,19 +69,18 @@ func (t Type) String() string {
 
 // Field bounds.
 const (
-	maxName    = 64   // algorithm, method, service names
-	maxUser    = 256  // as sshd/auth bounds user names
-	maxAddr    = 128  // "host:port"
-	maxText    = 1024 // reasons, messages, banners are bounded elsewhere
-	maxBanner  = 64 << 10
-	maxKeyBlob = 16 << 10
-	maxSig     = 16 << 10
-	maxHash    = 64
-	maxSecret  = 1 << 10 // passwords
-	maxList    = 32      // entries of a name list
-	maxState   = MaxMessage - 64
-	maxJSON    = MaxMessage - 1024
-	maxLogLine = 8 << 10
+	maxName     = 64   // algorithm, method, service names
+	maxUser     = 256  // as sshd/auth bounds user names
+	maxAddr     = 128  // "host:port"
+	maxText     = 1024 // reasons, messages, banners are bounded elsewhere
+	maxBanner   = 64 << 10
+	maxKeyBlob  = 16 << 10
+	maxSig      = 16 << 10
+	maxHash     = 64
+	maxSecret   = 1 << 10 // passwords
+	maxList     = 32      // entries of a name list
+	maxState    = MaxMessage - 64
+	maxSettings = MaxMessage - 1024
 )
 
 // decoder is a wire.Reader that also bounds each field.
@@ -135,14 +138,18 @@ func (d *decoder) list(field string) []string {
 }
 
 func (d *decoder) done(t Type) error {
-	err := d.err
-	if err == nil {
-		err = d.Done()
-	}
-	if err != nil {
+	if err := d.end(); err != nil {
 		return &ProtocolError{Type: t, Err: err}
 	}
 	return nil
+}
+
+// end is the first error, or one for bytes left over.
+func (d *decoder) end() error {
+	if d.err != nil {
+		return d.err
+	}
+	return d.Done()
 }
 
 func appendList(b []byte, l []string) []byte {
@@ -215,149 +222,7 @@ func ParseSignRequest(p []byte) (*SignRequest, error) {
 	return m, d.done(TypeSign)
 }
 
-// DecideRequest carries one userauth request to the monitor.
-type DecideRequest struct {
-	ConnID uint64
-	Req    *auth.Request
-}
-
-// Marshal encodes m.
-func (m *DecideRequest) Marshal() []byte {
-	r := m.Req
-	// One allocation of the final size: a buffer outgrown by append
-	// would leave a copy of the password behind, uncleared.
-	n := 8 + 8*4 + 2 + len(r.User) + len(r.Service) + len(r.Method) + len(r.Algo) + len(r.KeyBlob) + len(r.Sig) +
-		len(r.Password) + len(r.HostKey)
-	b := wire.AppendUint64(make([]byte, 0, n), m.ConnID)
-	for _, s := range []string{r.User, r.Service, r.Method, r.Algo} {
-		b = wire.AppendString(b, s)
-	}
-	b = wire.AppendBool(b, r.HasSig)
-	b = wire.AppendBytes(b, r.KeyBlob)
-	b = wire.AppendBytes(b, r.Sig)
-	b = wire.AppendBool(b, r.ChangePassword)
-	b = wire.AppendString(b, r.Password)
-	return wire.AppendBytes(b, r.HostKey)
-}
-
-// ParseDecideRequest decodes a DecideRequest.
-func ParseDecideRequest(p []byte) (*DecideRequest, error) {
-	d := newDecoder(p)
-	m := &DecideRequest{ConnID: d.Uint64("conn id"), Req: &auth.Request{}}
-	r := m.Req
-	r.User, r.Service = d.string("user", maxUser), d.string("service", maxName)
-	r.Method, r.Algo = d.string("method", maxName), d.string("algorithm", maxName)
-	r.HasSig = d.boolean("has signature")
-	r.KeyBlob, r.Sig = d.bytes("key blob", maxKeyBlob), d.bytes("signature", maxSig)
-	r.ChangePassword = d.boolean("change password")
-	r.Password = d.string("password", maxSecret)
-	r.HostKey = d.bytes("host key", maxKeyBlob)
-	return m, d.done(TypeDecide)
-}
-
-// RespondRequest carries a client's keyboard-interactive responses
-// (SSH_MSG_USERAUTH_INFO_RESPONSE) to the monitor's auth.Responder.
-type RespondRequest struct {
-	ConnID    uint64
-	Responses []string // secrets: never logged
-}
-
-// Marshal encodes m.
-func (m *RespondRequest) Marshal() []byte {
-	n := 8 + 4
-	for _, r := range m.Responses {
-		n += 4 + len(r)
-	}
-	b := wire.AppendUint64(make([]byte, 0, n), m.ConnID) // one allocation: no stray copy of a secret
-	b = wire.AppendUint32(b, uint32(len(m.Responses)))
-	for _, r := range m.Responses {
-		b = wire.AppendString(b, r)
-	}
-	return b
-}
-
-// ParseRespondRequest decodes a RespondRequest: at most auth.MaxPrompts
-// responses of at most auth.MaxResponseLen bytes.
-func ParseRespondRequest(p []byte) (*RespondRequest, error) {
-	d := newDecoder(p)
-	m := &RespondRequest{ConnID: d.Uint64("conn id")}
-	n := d.Uint32("responses")
-	if n > auth.MaxPrompts && d.err == nil {
-		d.err = &wire.FieldError{Field: "responses", Err: fmt.Errorf("%d, at most %d", n, auth.MaxPrompts)}
-	}
-	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
-		m.Responses = append(m.Responses, d.string("response", auth.MaxResponseLen))
-	}
-	return m, d.done(TypeRespond)
-}
-
-// maxPrompt bounds the text of one prompt or instruction.
-const maxPrompt = 4 * maxText
-
-// MarshalDecision encodes an Authority's decision for the worker. The
-// permissions of a Success stay with the monitor: the worker learns only
-// the verdict (and the banner and prompts it must send).
-func MarshalDecision(dec *auth.Decision) []byte {
-	b := []byte{byte(dec.Verdict)}
-	b = appendList(b, dec.Methods)
-	b = wire.AppendBool(b, dec.Partial)
-	b = wire.AppendUint32(b, dec.Reason)
-	b = wire.AppendString(b, dec.Message)
-	cause := ""
-	if dec.Err != nil {
-		cause = dec.Err.Error()
-	}
-	b = wire.AppendString(b, cause)
-	b = wire.AppendString(b, dec.Banner)
-	b = wire.AppendBool(b, dec.InvalidUser)
-	if dec.Verdict == auth.InfoRequest && dec.Info != nil {
-		b = wire.AppendString(b, dec.Info.Name)
-		b = wire.AppendString(b, dec.Info.Instruction)
-		b = wire.AppendUint32(b, uint32(len(dec.Info.Prompts)))
-		for _, pr := range dec.Info.Prompts {
-			b = wire.AppendString(b, pr.Text)
-			b = wire.AppendBool(b, pr.Echo)
-		}
-	}
-	return b
-}
-
-// ParseDecision decodes a decision. A Success carries permissions with no
-// restrictions: the worker never serves the session.
-func ParseDecision(p []byte) (*auth.Decision, error) {
-	d := newDecoder(p)
-	dec := &auth.Decision{Verdict: auth.Verdict(d.Byte("verdict"))}
-	dec.Methods = d.list("methods")
-	dec.Partial = d.boolean("partial")
-	dec.Reason, dec.Message = d.Uint32("reason"), d.string("message", maxText)
-	if cause := d.string("cause", maxText); cause != "" {
-		dec.Err = errors.New(cause)
-	}
-	dec.Banner = d.string("banner", maxBanner)
-	dec.InvalidUser = d.boolean("invalid user")
-	if dec.Verdict == auth.InfoRequest {
-		dec.Info = parseChallenge(d)
-	}
-	if err := d.done(TypeDecide); err != nil {
-		return nil, err
-	}
-	if dec.Verdict > auth.InfoRequest {
-		return nil, &ProtocolError{Type: TypeDecide, Err: fmt.Errorf("verdict %d", dec.Verdict)}
-	}
-	return dec, nil
-}
-
-func parseChallenge(d *decoder) *auth.Challenge {
-	c := &auth.Challenge{Name: d.string("name", maxPrompt), Instruction: d.string("instruction", maxPrompt)}
-	n := d.Uint32("prompts")
-	if n > auth.MaxPrompts && d.err == nil {
-		d.err = &wire.FieldError{Field: "prompts", Err: fmt.Errorf("%d, at most %d", n, auth.MaxPrompts)}
-	}
-	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
-		c.Prompts = append(c.Prompts, auth.Prompt{Text: d.string("prompt", maxPrompt), Echo: d.boolean("echo")})
-	}
-	return c
-}
+// The authentication messages are in auth.go.
 
 // HandoffRequest asks the monitor to pass an authenticated connection to
 // its post-auth process, with the transport state the worker exported.
@@ -456,13 +321,14 @@ func ParseConnDone(p []byte) (*ConnDone, error) {
 }
 
 // Adopt gives a post-auth process an authenticated connection (its
-// socket comes with it). Settings and Perms are JSON: this direction is
-// from the monitor.
+// socket comes with it). Perms, Settings and State are binary encodings
+// of the packages that own them (each bounded, refusing trailing bytes,
+// fuzzed there): ipc carries them as they are.
 type Adopt struct {
 	ConnID        uint64
 	Local, Remote string
-	Perms         []byte // perm.Permissions, JSON
-	Settings      []byte // the connection's settings, JSON
+	Perms         []byte // perm.Permissions, MarshalBinary
+	Settings      []byte // the connection's settings: connection.Config, MarshalBinary
 	State         []byte // transport.State, marshaled
 	LogLevel      int8   // slog.Level of the connection's lines (LogLevel, per Match)
 }
@@ -482,32 +348,13 @@ func (m *Adopt) Marshal() []byte {
 func ParseAdopt(p []byte) (*Adopt, error) {
 	d := newDecoder(p)
 	m := &Adopt{ConnID: d.Uint64("conn id"), Local: d.string("local", maxAddr), Remote: d.string("remote", maxAddr)}
-	m.Perms, m.Settings = d.bytes("perms", maxJSON), d.bytes("settings", maxJSON)
+	m.Perms, m.Settings = d.bytes("perms", maxSettings), d.bytes("settings", maxSettings)
 	m.State = d.bytes("state", maxState)
 	m.LogLevel = int8(d.Byte("log level"))
 	return m, d.done(TypeAdopt)
 }
 
-// Log is a log record from a child, relayed into the monitor's log.
-type Log struct {
-	Level int8   // slog.Level
-	Msg   string // message
-	Attrs []byte // the record's attributes as a JSON object
-}
-
-// Marshal encodes m.
-func (m *Log) Marshal() []byte {
-	b := []byte{byte(m.Level)}
-	b = wire.AppendString(b, m.Msg)
-	return wire.AppendBytes(b, m.Attrs)
-}
-
-// ParseLog decodes a Log.
-func ParseLog(p []byte) (*Log, error) {
-	d := newDecoder(p)
-	m := &Log{Level: int8(d.Byte("level")), Msg: d.string("message", maxLogLine), Attrs: d.bytes("attrs", maxLogLine)}
-	return m, d.done(TypeLog)
-}
+// Log is in log.go.
 
 // LoginRecordRequest asks the monitor to write the login records (utmp,
 // wtmp, lastlog) of a pty session of one of the child's connections, or

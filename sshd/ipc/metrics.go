@@ -2,10 +2,8 @@ package ipc
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -14,15 +12,25 @@ const MetricsInterval = 10 * time.Second
 
 // Bounds of one Metrics message.
 const (
-	maxSamples = 256
+	MaxSamples = 256
 	maxBuckets = 64
 )
+
+// Sample is one provider × algorithm × operation count: provider.Sample
+// field for field (sshd/remote and the monitor convert between them).
+type Sample struct {
+	Provider, Algorithm, Op string
+	Ops, Bytes, Errors      uint64
+	Timed                   uint64
+	Latency                 time.Duration
+	Buckets                 []uint64
+}
 
 // Metrics carries what a child's providers counted since its last
 // Metrics: the monitor adds it to its own, so that one metrics endpoint
 // shows every process's work.
 type Metrics struct {
-	Samples []provider.Sample
+	Samples []Sample
 }
 
 // Marshal encodes m.
@@ -47,12 +55,12 @@ func (m *Metrics) Marshal() []byte {
 func ParseMetrics(p []byte) (*Metrics, error) {
 	d := newDecoder(p)
 	n := d.Uint32("count")
-	if n > maxSamples {
-		return nil, &ProtocolError{Type: TypeMetrics, Err: fmt.Errorf("%d samples, at most %d", n, maxSamples)}
+	if n > MaxSamples {
+		return nil, &ProtocolError{Type: TypeMetrics, Err: fmt.Errorf("%d samples, at most %d", n, MaxSamples)}
 	}
 	m := &Metrics{}
 	for i := uint32(0); i < n && d.Err() == nil && d.err == nil; i++ {
-		s := provider.Sample{Provider: d.string("provider", maxName), Algorithm: d.string("algorithm", maxName),
+		s := Sample{Provider: d.string("provider", maxName), Algorithm: d.string("algorithm", maxName),
 			Op: d.string("op", maxName)}
 		s.Ops, s.Bytes, s.Errors, s.Timed = d.Uint64("ops"), d.Uint64("bytes"), d.Uint64("errors"), d.Uint64("timed")
 		s.Latency = time.Duration(d.Uint64("latency"))
@@ -72,58 +80,4 @@ func (d *decoder) buckets() []uint64 {
 		out = append(out, d.Uint64("bucket"))
 	}
 	return out
-}
-
-// Add adds the samples to sink; samples naming an unknown operation are
-// skipped.
-func (m *Metrics) Add(sink *provider.Metrics) {
-	for _, s := range m.Samples {
-		sink.Add(s)
-	}
-}
-
-// MetricsReporter sends a child's counts to the monitor as deltas.
-type MetricsReporter struct {
-	peer *Peer
-	m    *provider.Metrics
-	mu   sync.Mutex
-	sent map[[3]string]provider.Sample
-}
-
-// NewMetricsReporter reports m over p.
-func NewMetricsReporter(p *Peer, m *provider.Metrics) *MetricsReporter {
-	return &MetricsReporter{peer: p, m: m, sent: map[[3]string]provider.Sample{}}
-}
-
-// Run sends the deltas every MetricsInterval until done is closed.
-func (r *MetricsReporter) Run(done <-chan struct{}) {
-	t := time.NewTicker(MetricsInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			r.Flush()
-		case <-done:
-			r.Flush()
-			return
-		}
-	}
-}
-
-// Flush sends what was counted since the last Flush.
-func (r *MetricsReporter) Flush() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out Metrics
-	for _, s := range r.m.Snapshot() {
-		k := [3]string{s.Provider, s.Algorithm, s.Op}
-		d := s.Sub(r.sent[k])
-		r.sent[k] = s
-		if d.Ops+d.Errors > 0 && len(out.Samples) < maxSamples {
-			out.Samples = append(out.Samples, d)
-		}
-	}
-	if len(out.Samples) > 0 {
-		r.peer.Notify(TypeMetrics, out.Marshal())
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/plan"
+	"github.com/offload/offload/sshd/remote"
 )
 
 // remoteAEADPair serves AES-GCM from lp in a monitor to a post-auth
@@ -47,7 +48,7 @@ func remoteAEADPair(t testing.TB, lp *lanetest.Provider, key []byte) cipher.AEAD
 		c.peer.Close()
 		c.aeads.CloseAll()
 	})
-	rp := &ipc.RemoteProvider{Peer: proc, ProvName: lanetest.Name, Algorithms: []string{"aes128-gcm"}}
+	rp := &remote.Provider{Peer: proc, ProvName: lanetest.Name, Algorithms: []string{"aes128-gcm"}}
 	a, err := rp.NewAEAD(provider.MustLookup("aes128-gcm"), key)
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ var scenarios = map[string]func(p *ipc.Peer, conns <-chan *ipc.NewConn, cfg *ipc
 }
 
 func report(p *ipc.Peer, format string, args ...any) {
-	p.Notify(ipc.TypeLog, (&ipc.Log{Msg: "probe " + fmt.Sprintf(format, args...), Attrs: []byte("{}")}).Marshal())
+	p.Notify(ipc.TypeLog, (&ipc.Log{Msg: "probe " + fmt.Sprintf(format, args...)}).Marshal())
 }
 
 func signFirst(p *ipc.Peer, cfg *ipc.ChildConfig, id uint64, h []byte) error {
@@ -46,12 +46,12 @@ func signFirst(p *ipc.Peer, cfg *ipc.ChildConfig, id uint64, h []byte) error {
 	return err
 }
 
-func passwordRequest(pw string) *auth.Request {
-	return &auth.Request{User: "alice", Service: "ssh-connection", Method: "password", Password: pw}
+func passwordRequest(pw string) *ipc.AuthRequest {
+	return &ipc.AuthRequest{User: "alice", Service: "ssh-connection", Method: "password", Password: pw}
 }
 
 // decide asks for a decision and reports its verdict or error.
-func decide(p *ipc.Peer, name string, t ipc.Type, id uint64, req *auth.Request) {
+func decide(p *ipc.Peer, name string, t ipc.Type, id uint64, req *ipc.AuthRequest) {
 	b, err := p.Call(context.Background(), t, (&ipc.DecideRequest{ConnID: id, Req: req}).Marshal())
 	if err != nil {
 		report(p, "%s: %v", name, err)
@@ -103,7 +103,7 @@ func playSignRace(p *ipc.Peer, conns <-chan *ipc.NewConn, cfg *ipc.ChildConfig) 
 func playForge(p *ipc.Peer, conns <-chan *ipc.NewConn, _ *ipc.ChildConfig) {
 	a, b := <-conns, <-conns
 	p.Notify(ipc.TypeLog, (&ipc.Log{Level: int8(slog.LevelInfo), Msg: "Accepted publickey for root from 10.9.9.9 port 22 ssh2",
-		Attrs: []byte(`{"openssh":true}`)}).Marshal())
+		Attrs: []ipc.LogAttr{{Key: "openssh", Value: true}}}).Marshal())
 	p.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: a.ConnID, Outcome: ipc.OutcomeCrash}).Marshal())
 	p.Notify(ipc.TypeConnDone, (&ipc.ConnDone{ConnID: b.ConnID, Outcome: ipc.OutcomeGrace}).Marshal())
 }

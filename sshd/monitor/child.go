@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/ipc"
-	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/sshlog"
 )
 
@@ -53,11 +53,11 @@ type child struct {
 	startErr  error
 	readyOnce sync.Once
 	ready     chan struct{}
-	aeads     *AEADServer       // post-auth: AEADs held for it
-	keeper    *ipc.ChildConfig  // post-auth with a PAM session: the root keeper's settings
-	session   *ipc.Peer         // the PAM session keeper's socket (its log lines)
-	identity  *sandbox.Identity // who it runs as; nil: the monitor's own
-	ending    bool              // guarded by m.mu: told to end, or ended
+	aeads     *AEADServer      // post-auth: AEADs held for it
+	keeper    *ipc.ChildConfig // post-auth with a PAM session: the root keeper's settings
+	session   *ipc.Peer        // the PAM session keeper's socket (its log lines)
+	identity  *ipc.Identity    // who it runs as; nil: the monitor's own
+	ending    bool             // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
 	exited    chan struct{}  // closed when the process has been reaped
 	busy      *ipc.BusyTable // pre-auth: the connections it is working on
@@ -475,9 +475,17 @@ func (m *Monitor) metrics(in *call) ([]byte, error) {
 		return nil, err
 	}
 	if m.cfg.Metrics != nil {
-		mt.Add(m.cfg.Metrics)
+		addMetrics(m.cfg.Metrics, mt)
 	}
 	return nil, nil
+}
+
+// addMetrics adds a child's samples to sink; samples naming an unknown
+// operation are skipped.
+func addMetrics(sink *provider.Metrics, mt *ipc.Metrics) {
+	for _, s := range mt.Samples {
+		sink.Add(provider.Sample(s))
+	}
 }
 
 // request serves a request of the child.
@@ -616,7 +624,7 @@ func (m *Monitor) startWorker(slot int) (*child, error) {
 // workerCredential is the identity of the pre-auth workers: an
 // unprivileged account when the monitor is root, the monitor's own
 // otherwise.
-func workerIdentity(name string, root bool) (*sandbox.Identity, error) {
+func workerIdentity(name string, root bool) (*ipc.Identity, error) {
 	if !root {
 		return nil, nil
 	}
@@ -645,7 +653,7 @@ func lookupWorkerUser(name string) (*user.User, error) {
 
 // identityOf returns u's uid and gid, and with groups its supplementary
 // groups (none otherwise). Root (uid 0) is refused for workers.
-func identityOf(u *user.User, groups bool) (*sandbox.Identity, error) {
+func identityOf(u *user.User, groups bool) (*ipc.Identity, error) {
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err := errors.Join(err1, err2); err != nil {
@@ -654,7 +662,7 @@ func identityOf(u *user.User, groups bool) (*sandbox.Identity, error) {
 	if !groups && uid == 0 {
 		return nil, fmt.Errorf("monitor: pre-auth user %s is root", u.Username)
 	}
-	cred := &sandbox.Identity{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	cred := &ipc.Identity{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 	if groups {
 		ids, err := u.GroupIds()
 		if err != nil {

@@ -71,7 +71,7 @@ func hostileWorker() int {
 func probes(p *ipc.Peer, id uint64, cfg *ipc.ChildConfig) {
 	ctx := context.Background()
 	report := func(name string, _ []byte, err error) {
-		p.Notify(ipc.TypeLog, (&ipc.Log{Msg: fmt.Sprintf("probe %s: %v", name, err), Attrs: []byte("{}")}).Marshal())
+		p.Notify(ipc.TypeLog, (&ipc.Log{Msg: fmt.Sprintf("probe %s: %v", name, err)}).Marshal())
 	}
 	call := func(name string, t ipc.Type, payload []byte) []byte {
 		b, err := p.Call(ctx, t, payload)
@@ -108,13 +108,13 @@ func probes(p *ipc.Peer, id uint64, cfg *ipc.ChildConfig) {
 	}
 	call("sign-after-auth", ipc.TypeSign, sign(id, hostKey, bytes.Repeat([]byte{9}, 32)))
 	r, w, _ := os.Pipe()
-	p.Notify(ipc.TypeLog, (&ipc.Log{Msg: "probe descriptor: sent", Attrs: []byte("{}")}).Marshal(), w)
+	p.Notify(ipc.TypeLog, (&ipc.Log{Msg: "probe descriptor: sent"}).Marshal(), w)
 	r.Close()
 	w.Close()
 }
 
 // signedRequest is alice's publickey request signed over sessionID.
-func signedRequest(sessionID []byte) *auth.Request {
+func signedRequest(sessionID []byte) *ipc.AuthRequest {
 	priv := ed25519.NewKeyFromSeed(userSeed)
 	signer, _ := ssh.NewSignerFromSigner(priv)
 	pub := signer.PublicKey().Marshal()
@@ -128,7 +128,7 @@ func signedRequest(sessionID []byte) *auth.Request {
 	data = wire.AppendString(data, "ssh-ed25519")
 	data = wire.AppendBytes(data, pub)
 	sig, _ := signer.Sign(nil, data)
-	return &auth.Request{User: "alice", Service: "ssh-connection", Method: "publickey", HasSig: true,
+	return &ipc.AuthRequest{User: "alice", Service: "ssh-connection", Method: "publickey", HasSig: true,
 		Algo: "ssh-ed25519", KeyBlob: pub, Sig: ssh.Marshal(sig)}
 }
 

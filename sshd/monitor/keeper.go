@@ -3,7 +3,6 @@ package monitor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/loginrec"
-	"github.com/offload/offload/sshd/sandbox"
 )
 
 // Restarts keep sessions. A stopping monitor (Detach) ends its pre-auth
@@ -62,7 +60,7 @@ type handoverState struct {
 type childState struct {
 	Name, Key, User string
 	PID             int
-	Identity        *sandbox.Identity
+	Identity        *ipc.Identity
 	File            int // index of the process's socket in Handover.Files
 	Session         int // index of its PAM session keeper's socket, -1 for none
 	Conns           []connState
@@ -140,7 +138,7 @@ func (m *Monitor) Detach() (*Handover, error) {
 		return nil, nil
 	}
 	var err error
-	if h.State, err = json.Marshal(st); err != nil {
+	if h.State, err = st.marshal(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("monitor: hand-over: %w", err)
 	}
@@ -270,12 +268,9 @@ var errKeeper = errors.New("monitor: session keeper: no new logins")
 // (a warning says which). The post-auth processes' requests are served
 // from now on; Wait returns when the last of them has ended.
 func Resume(cfg Config, h *Handover) (*Monitor, error) {
-	var st handoverState
-	if err := json.Unmarshal(h.State, &st); err != nil {
-		return nil, fmt.Errorf("monitor: hand-over state: %w", err)
-	}
-	if st.Version != handoverVersion {
-		return nil, fmt.Errorf("monitor: hand-over state version %d, want %d", st.Version, handoverVersion)
+	st, err := parseHandoverState(h.State)
+	if err != nil {
+		return nil, err
 	}
 	cfg.NewLogin = func([]byte, []byte, net.Addr, net.Addr) (Login, error) { return nil, errKeeper }
 	noKeys := cfg.HostKeys == nil || len(cfg.HostPublicKeys) == 0

@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"os"
 	"testing"
 
@@ -14,6 +13,15 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/transport"
 )
+
+func marshalState(t testing.TB, st *handoverState) []byte {
+	t.Helper()
+	b, err := st.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 func testPub(t *testing.T) ssh.PublicKey {
 	t.Helper()
@@ -31,12 +39,13 @@ func testPub(t *testing.T) ssh.PublicKey {
 func TestResumeState(t *testing.T) {
 	k1, k2, k3 := testPub(t), testPub(t), testPub(t)
 	cfg := Config{HostKeys: refuseSigner{}, HostPublicKeys: []ssh.PublicKey{k1, k2}}
-	for _, bad := range []string{"", "{", `{"Version":99}`} {
+	other := marshalState(t, &handoverState{Version: 99})
+	for _, bad := range []string{"", "{", string(other)} {
 		if _, err := Resume(cfg, &Handover{State: []byte(bad)}); err == nil {
 			t.Errorf("state %q accepted", bad)
 		}
 	}
-	st, _ := json.Marshal(&handoverState{Version: handoverVersion, HostPublicKeys: [][]byte{k2.Marshal(), k3.Marshal()},
+	st := marshalState(t, &handoverState{Version: handoverVersion, HostPublicKeys: [][]byte{k2.Marshal(), k3.Marshal()},
 		Children: []childState{{Name: "x", Key: "x", File: 5, Session: -1, Conns: []connState{{ID: 1, Local: "a", Remote: "b"}}}}})
 	m, err := Resume(cfg, &Handover{State: st})
 	if err != nil {
@@ -72,7 +81,7 @@ func TestResumeServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := json.Marshal(&handoverState{Version: handoverVersion, HostPublicKeys: [][]byte{pubs[0].Marshal()},
+	st := marshalState(t, &handoverState{Version: handoverVersion, HostPublicKeys: [][]byte{pubs[0].Marshal()},
 		Children: []childState{{Name: "offload-sshd: u", Key: "u", User: "u", File: 0, Session: -1,
 			Conns: []connState{{ID: 7, Local: "127.0.0.1:22", Remote: "127.0.0.1:5555", User: "u", SessionID: make([]byte, 32)}}}}})
 	m, err := Resume(Config{HostKeys: signer, HostPublicKeys: pubs}, &Handover{State: st, Files: []*os.File{mine}})

@@ -101,7 +101,6 @@ import (
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
-	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/sshlog"
 	"github.com/offload/offload/sshd/transport"
 )
@@ -203,7 +202,7 @@ type Monitor struct {
 	cfg    Config
 	log    *slog.Logger
 	exe    string
-	wid    *sandbox.Identity // of the pre-auth workers; nil: the monitor's own
+	wid    *ipc.Identity // of the pre-auth workers; nil: the monitor's own
 	root   bool
 	linger time.Duration
 	nextID atomic.Uint64

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,8 +12,8 @@ import (
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/pam"
+	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
-	"github.com/offload/offload/sshd/sandbox"
 )
 
 // postEnv is the whole environment of a post-auth process: nothing of the
@@ -23,11 +22,11 @@ var postEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 
 // adopt gives conn to its post-auth process, starting one if needed.
 func (m *Monitor) adopt(conn *mconn, state []byte) error {
-	perms, err := json.Marshal(conn.perms)
+	perms, err := permsBinary(conn.perms)
 	if err != nil {
-		return fmt.Errorf("monitor: permissions: %w", err)
+		return err
 	}
-	settings, err := settingsJSON(conn.settings)
+	settings, err := settingsBinary(conn.settings)
 	if err != nil {
 		return err
 	}
@@ -74,16 +73,28 @@ func connLogLevel(c *connection.Config, def slog.Level) slog.Level {
 	return slog.LevelError + 8
 }
 
-// settingsJSON encodes the connection settings for the post-auth process;
-// the logger stays here (the process logs through the monitor).
-func settingsJSON(c *connection.Config) ([]byte, error) {
+// permsBinary encodes the login's permissions for the post-auth process.
+func permsBinary(p *perm.Permissions) ([]byte, error) {
+	if p == nil {
+		p = &perm.Permissions{}
+	}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("monitor: permissions: %w", err)
+	}
+	return b, nil
+}
+
+// settingsBinary encodes the connection settings for the post-auth
+// process; the logger stays here (the process logs through the monitor).
+func settingsBinary(c *connection.Config) ([]byte, error) {
 	var s connection.Config
 	if c != nil {
 		s = *c
 	}
 	s.Logger = nil
 	s.ChrootDirectory = "" // the post-auth process itself is confined there
-	b, err := json.Marshal(&s)
+	b, err := s.MarshalBinary()
 	if err != nil {
 		return nil, fmt.Errorf("monitor: connection settings: %w", err)
 	}
@@ -227,7 +238,7 @@ func (m *Monitor) pamSession(conn *mconn) *ipc.PAMSession {
 // postIdentity is the identity of user's post-auth process: the user's
 // uid, gid and groups when the monitor is root, its own otherwise (it then
 // serves only its own user).
-func (m *Monitor) postIdentity(name string) (*sandbox.Identity, error) {
+func (m *Monitor) postIdentity(name string) (*ipc.Identity, error) {
 	if !m.root {
 		return nil, nil
 	}

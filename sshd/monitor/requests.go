@@ -153,14 +153,14 @@ func (m *Monitor) beginDecide(in *call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := m.decideLocked(conn, req.Req)
+	d, err := m.decideLocked(conn, authRequest(req.Req))
 	if err != nil {
 		return nil, err
 	}
 	if banner != "" {
 		d.Banner = banner + d.Banner
 	}
-	return ipc.MarshalDecision(d), nil
+	return marshalDecision(d), nil
 }
 
 // decide decides one authentication request of a connection.
@@ -172,11 +172,11 @@ func (m *Monitor) decide(in *call) ([]byte, error) {
 	defer secret.WipeString(req.Req.Password) // used once decided
 	in.conn.lmu.Lock()
 	defer in.conn.lmu.Unlock()
-	d, err := m.decideLocked(in.conn, req.Req)
+	d, err := m.decideLocked(in.conn, authRequest(req.Req))
 	if err != nil {
 		return nil, err
 	}
-	return ipc.MarshalDecision(d), nil
+	return marshalDecision(d), nil
 }
 
 // decideLocked decides req in the connection's login; conn.lmu must be
@@ -246,7 +246,7 @@ func (m *Monitor) respond(in *call) ([]byte, error) {
 		return nil, err
 	}
 	m.verdict(conn, d)
-	return ipc.MarshalDecision(d), nil
+	return marshalDecision(d), nil
 }
 
 // granted records a login: from now on the connection waits for its
@@ -282,4 +282,29 @@ func (m *Monitor) handoff(in *call) ([]byte, error) {
 		return nil, err
 	}
 	return nil, nil
+}
+
+// authRequest is a worker's request as auth decides it. The password is
+// the same string, not a copy: the caller's clearing covers it.
+func authRequest(r *ipc.AuthRequest) *auth.Request {
+	return &auth.Request{User: r.User, Service: r.Service, Method: r.Method, Algo: r.Algo, HasSig: r.HasSig,
+		KeyBlob: r.KeyBlob, Sig: r.Sig, ChangePassword: r.ChangePassword, Password: r.Password, HostKey: r.HostKey}
+}
+
+// marshalDecision encodes a decision for the worker. The permissions of
+// a Success stay with the monitor: the worker learns only the verdict
+// (and the banner and prompts it must send).
+func marshalDecision(d *auth.Decision) []byte {
+	m := &ipc.Decision{Verdict: ipc.Verdict(d.Verdict), Methods: d.Methods, Partial: d.Partial, Reason: d.Reason,
+		Message: d.Message, Banner: d.Banner, InvalidUser: d.InvalidUser}
+	if d.Err != nil {
+		m.Cause = d.Err.Error()
+	}
+	if d.Info != nil {
+		m.Info = &ipc.Challenge{Name: d.Info.Name, Instruction: d.Info.Instruction}
+		for _, p := range d.Info.Prompts {
+			m.Info.Prompts = append(m.Info.Prompts, ipc.Prompt(p))
+		}
+	}
+	return m.Marshal()
 }

@@ -172,14 +172,14 @@ func TestTableConnection(t *testing.T) {
 }
 
 // TestTableIsWhatChildrenSend: the types the children's code sends the
-// monitor (read from the source of sshd/preauth, sshd/postauth and the
-// child side of sshd/ipc) are the table's, each allowed to a role of
-// the package that sends it: nothing a child sends is missing, and
-// nothing in the table is dead.
+// monitor (read from the source of sshd/preauth, sshd/postauth,
+// sshd/remote and the child side of sshd/ipc) are the table's, each
+// allowed to a role of the package that sends it: nothing a child sends
+// is missing, and nothing in the table is dead.
 func TestTableIsWhatChildrenSend(t *testing.T) {
 	tab := newTable()
 	roles := map[string][]role{"preauth": {roleWorker}, "postauth": {rolePost, roleKeeper},
-		"ipc": {roleWorker, rolePost, roleKeeper}}
+		"ipc": {roleWorker, rolePost, roleKeeper}, "remote": {roleWorker, rolePost, roleKeeper}}
 	sent := map[ipc.Type]bool{}
 	for pkg, rs := range roles {
 		for typ := range sentBy(t, filepath.Join("..", pkg)) {
@@ -416,7 +416,7 @@ func TestKeeperMessages(t *testing.T) {
 	conn.preauthEnd, conn.done = func() {}, make(chan struct{})
 	conn.local, conn.remote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 22}, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 5555}
 	m.conns[1] = conn
-	c.keeperMessage(&ipc.Message{Type: ipc.TypeLog, Payload: (&ipc.Log{Msg: "session closed", Attrs: []byte("{}")}).Marshal()})
+	c.keeperMessage(&ipc.Message{Type: ipc.TypeLog, Payload: (&ipc.Log{Msg: "session closed"}).Marshal()})
 	c.keeperMessage(&ipc.Message{Type: ipc.TypeReady})
 	c.keeperMessage(&ipc.Message{Type: ipc.TypeConnDone, Payload: ipc.NewConnDone(1, nil, ipc.OutcomeClosed, nil).Marshal()})
 	for _, typ := range []ipc.Type{ipc.TypeMetrics, ipc.TypeSign, ipc.TypeAEADClose, 17} {

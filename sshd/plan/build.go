@@ -10,6 +10,7 @@ import (
 	"github.com/offload/offload/providers/cpu"
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/remote"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -101,7 +102,7 @@ func (p *Plan) Registry(s Stage, peer *ipc.Peer, log *slog.Logger, metrics *prov
 // providers are the providers stage s names, filling pins: the remote
 // stand-ins of the monitor's, cpu when named, and software.
 func (p *Plan) providers(s Stage, peer *ipc.Peer, pins map[string]string) []provider.Provider {
-	remote := map[string]*ipc.RemoteProvider{}
+	remotes := map[string]*remote.Provider{}
 	var out []provider.Provider
 	useCPU := false
 	for _, a := range p.Assignments(s) {
@@ -110,10 +111,10 @@ func (p *Plan) providers(s Stage, peer *ipc.Peer, pins map[string]string) []prov
 			pins[a.Primitive] = a.Provider
 			useCPU = useCPU || a.Provider == cpu.Name
 		case isAEAD(a.Primitive):
-			rp := remote[a.Provider]
+			rp := remotes[a.Provider]
 			if rp == nil {
-				rp = &ipc.RemoteProvider{Peer: peer, ProvName: a.Provider}
-				remote[a.Provider] = rp
+				rp = &remote.Provider{Peer: peer, ProvName: a.Provider}
+				remotes[a.Provider] = rp
 				out = append(out, rp)
 			}
 			rp.Algorithms = append(rp.Algorithms, a.Primitive)

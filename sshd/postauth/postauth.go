@@ -18,7 +18,7 @@
 // # Re-keying
 //
 // The host keys stay with the monitor: a key re-exchange asks it for the
-// signature (ipc.Signer). A restart hands the monitor's side of the
+// signature (remote.Signer). A restart hands the monitor's side of the
 // socket to a session keeper (monitor.Detach, monitor.Resume), which
 // answers from then on; the process notices nothing. Should the monitor
 // go away without one, the connections go on until their next key
@@ -27,7 +27,6 @@ package postauth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,6 +44,7 @@ import (
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
+	"github.com/offload/offload/sshd/remote"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
@@ -66,7 +66,7 @@ func Main() int {
 		acct, err = confine(child.Config)
 	}
 	if err == nil || errors.Is(err, sandbox.ErrUnsupported) {
-		err = child.Config.Become() // the user, before any connection arrives
+		err = remote.Become(child.Config) // the user, before any connection arrives
 	}
 	if err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "offload sshd post-auth:", err)
@@ -105,11 +105,11 @@ type process struct {
 	end     chan struct{}          // closed when told to end
 	once    sync.Once
 
-	reporter *ipc.MetricsReporter // nil without metrics
-	pamEnv   []string             // from the PAM session keeper, for every session
-	pamUmask *fs.FileMode         // from the keeper when a session module set one
-	pamMsgs  string               // the session modules' texts (pam_motd), from the keeper
-	account  *connection.Account  // resolved before a chroot, for every session
+	reporter *remote.Reporter    // nil without metrics
+	pamEnv   []string            // from the PAM session keeper, for every session
+	pamUmask *fs.FileMode        // from the keeper when a session module set one
+	pamMsgs  string              // the session modules' texts (pam_motd), from the keeper
+	account  *connection.Account // resolved before a chroot, for every session
 }
 
 // confine enters the process's ChrootDirectory, if any, having resolved
@@ -131,9 +131,10 @@ func newProcess(child *ipc.Child, acct *connection.Account) (*process, error) {
 	log := slog.New(ipc.NewLogHandler(child.Peer, cfg.LogLevel)).With("user", cfg.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{peer: child.Peer, cfg: cfg, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*transport.Conn{}, timers: map[uint64]*time.Timer{}, settled: map[uint64]bool{}, end: make(chan struct{}), pamEnv: pamEnv(), pamUmask: pamUmask(), pamMsgs: pamMessages(), account: acct}
+		conns: map[uint64]*transport.Conn{}, timers: map[uint64]*time.Timer{}, settled: map[uint64]bool{}, end: make(chan struct{}), account: acct}
+	p.pamEnv, p.pamUmask, p.pamMsgs = fromKeeper()
 	setProcs(0) // one CPU until a connection settles
-	metrics, reporter := child.Metrics()
+	metrics, reporter := remote.Metrics(child)
 	p.reporter = reporter
 	var err error
 	if p.plan, err = plan.Parse(cfg.Plan); err != nil {
@@ -258,7 +259,7 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 	if p.cfg.LoginRecords {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}
-	signer := &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}
+	signer := &remote.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}
 	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log})
 	if err != nil {
 		return err
@@ -273,12 +274,12 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 
 func decodeAdopt(a *ipc.Adopt) (*perm.Permissions, *connection.Config, *transport.State, error) {
 	var perms perm.Permissions
-	if err := json.Unmarshal(a.Perms, &perms); err != nil {
-		return nil, nil, nil, fmt.Errorf("post-auth: permissions: %w", err)
+	if err := perms.UnmarshalBinary(a.Perms); err != nil {
+		return nil, nil, nil, fmt.Errorf("post-auth: %w", err)
 	}
 	var cfg connection.Config
-	if err := json.Unmarshal(a.Settings, &cfg); err != nil {
-		return nil, nil, nil, fmt.Errorf("post-auth: settings: %w", err)
+	if err := cfg.UnmarshalBinary(a.Settings); err != nil {
+		return nil, nil, nil, fmt.Errorf("post-auth: %w", err)
 	}
 	var st transport.State
 	if err := st.UnmarshalBinary(a.State); err != nil {

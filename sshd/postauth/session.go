@@ -2,13 +2,12 @@ package postauth
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/base64"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,18 +23,14 @@ import (
 // opens the PAM session and starts the post-auth process proper, which
 // drops to the user as usual, then closes the session when it ends.
 
-// pamEnvVar carries the PAM environment from the keeper to the post-auth
-// process, which gives it to every session.
-const pamEnvVar = "OFFLOAD_SSHD_PAM_ENV"
-
-// pamUmaskVar carries the file-creation mask a session module set
-// (pam_umask) from the keeper to the post-auth process, for its sessions.
-const pamUmaskVar = "OFFLOAD_SSHD_PAM_UMASK"
-
-// pamMsgVar carries the texts the session modules showed (pam_motd's
-// message of the day) from the keeper to the post-auth process, which
-// prints them at interactive logins, as OpenSSH's login messages.
-const pamMsgVar = "OFFLOAD_SSHD_PAM_MSG"
+// pamVar carries what the PAM session gave the user's processes from the
+// keeper to the post-auth process, which gives it to every session: the
+// session's environment, the file-creation mask a module set
+// (pam_umask), and the texts the modules showed (pam_motd's message of
+// the day), printed at interactive logins as OpenSSH's login messages.
+// It is an ipc.SessionOpened, as the in-process mode's keeper sends it,
+// in base64 (an environment string holds no NUL).
+const pamVar = "OFFLOAD_SSHD_PAM_SESSION"
 
 // maxPAMMessages bounds those texts (an environment string may hold
 // 128 KiB).
@@ -78,7 +73,7 @@ func SessionMain() int {
 // keeperLog is how a keeper logs: through the monitor's socket.
 func keeperLog(child *ipc.Child, cfg *ipc.ChildConfig) func(string, error) {
 	return func(msg string, err error) {
-		l := &ipc.Log{Level: 8, Msg: msg + ": " + err.Error(), Attrs: []byte(`{"user":` + quote(cfg.User) + `}`)}
+		l := &ipc.Log{Level: 8, Msg: msg + ": " + err.Error(), Attrs: []ipc.LogAttr{{Key: "user", Value: cfg.User}}}
 		child.Peer.Notify(ipc.TypeLog, l.Marshal())
 	}
 }
@@ -141,26 +136,17 @@ func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
 	if err != nil {
 		return 1
 	}
-	var env []string
-	if s.texts != "" {
-		env = append(env, pamMsgVar+"="+s.texts)
-	}
-	if s.umask >= 0 {
-		env = append(env, fmt.Sprintf("%s=%04o", pamUmaskVar, s.umask))
-	}
-	code := runPostauth(s.h, env, logf)
+	code := runPostauth(s.opened(), logf)
 	s.close(logf)
 	return code
 }
 
-// runPostauth starts the post-auth process proper on fd 4, with the PAM
-// environment, and waits for it. It runs on the main thread, so the
-// child inherits what the session set on it.
-func runPostauth(h *pam.Handle, extra []string, logf func(string, error)) int {
-	env := append([]string{ipc.RoleEnv + "=" + ipc.RolePostauth, "PATH=/usr/local/bin:/usr/bin:/bin"}, extra...)
-	if penv, err := h.Env(); err == nil && len(penv) > 0 {
-		env = append(env, pamEnvVar+"="+encodeEnv(penv))
-	}
+// runPostauth starts the post-auth process proper on fd 4, with what the
+// PAM session gave (pamVar), and waits for it. It runs on the main
+// thread, so the child inherits what the session set on it.
+func runPostauth(opened *ipc.SessionOpened, logf func(string, error)) int {
+	env := []string{ipc.RoleEnv + "=" + ipc.RolePostauth, "PATH=/usr/local/bin:/usr/bin:/bin",
+		pamVar + "=" + base64.StdEncoding.EncodeToString(opened.Marshal())}
 	sock := os.NewFile(4, "post-auth")
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{os.Args[0]}, Env: env, Dir: "/",
 		ExtraFiles: []*os.File{sock}, Stderr: os.Stderr}
@@ -180,33 +166,26 @@ func runPostauth(h *pam.Handle, extra []string, logf func(string, error)) int {
 	return 0
 }
 
-// encodeEnv is the PAM environment as JSON NAME=value pairs, sorted.
-func encodeEnv(m map[string]string) string {
-	var pairs []string
-	for k, v := range m {
-		pairs = append(pairs, k+"="+v)
+// fromKeeper is what the keeper passed in pamVar: the PAM session's
+// environment (nil for none), the mask a module set (nil for none) and
+// the modules' texts. Without the variable, or with one that does not
+// decode, there is none of them.
+func fromKeeper() ([]string, *fs.FileMode, string) {
+	b, err := base64.StdEncoding.DecodeString(os.Getenv(pamVar))
+	if err != nil || len(b) == 0 {
+		return nil, nil, ""
 	}
-	sort.Strings(pairs)
-	b, _ := json.Marshal(pairs)
-	return string(b)
-}
-
-// pamEnv is what the keeper passed (nil when none).
-func pamEnv() []string {
-	v := os.Getenv(pamEnvVar)
-	if v == "" {
-		return nil
+	o, err := ipc.ParseSessionOpened(b)
+	if err != nil {
+		return nil, nil, ""
 	}
-	var pairs []string
-	if json.Unmarshal([]byte(v), &pairs) != nil {
-		return nil
+	var umask *fs.FileMode
+	if o.Umask >= 0 {
+		m := fs.FileMode(o.Umask)
+		umask = &m
 	}
-	return pairs
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	// Clipped: each connection appends its own settings to a copy.
+	return slices.Clip(o.Env), umask, o.Messages
 }
 
 // currentUmask reads the process's file-creation mask (setting it back).
@@ -214,20 +193,6 @@ func currentUmask() int {
 	m := syscall.Umask(0o077)
 	syscall.Umask(m)
 	return m
-}
-
-// pamUmask is the mask the keeper passed (nil when none).
-func pamUmask() *fs.FileMode {
-	v := os.Getenv(pamUmaskVar)
-	if v == "" {
-		return nil
-	}
-	n, err := strconv.ParseUint(v, 8, 32)
-	if err != nil || n > 0o777 {
-		return nil
-	}
-	m := fs.FileMode(n)
-	return &m
 }
 
 // collectTexts is the keeper's conversation: texts are kept (up to
@@ -245,13 +210,4 @@ func collectTexts(b *strings.Builder) pam.Conversation {
 		}
 		return "", nil
 	}
-}
-
-// pamMessages is what the keeper passed ("" when none).
-func pamMessages() string {
-	v := os.Getenv(pamMsgVar)
-	if len(v) > maxPAMMessages {
-		return ""
-	}
-	return v
 }

@@ -2,6 +2,7 @@ package preauth
 
 import (
 	"context"
+	"errors"
 
 	"github.com/offload/offload/internal/secret"
 
@@ -36,13 +37,13 @@ func (a *authority) Decide(ctx context.Context, req *auth.Request) (*auth.Decisi
 	if !a.begun {
 		t, a.begun = ipc.TypeBeginDecide, true
 	}
-	payload := (&ipc.DecideRequest{ConnID: a.id, Req: req}).Marshal()
+	payload := (&ipc.DecideRequest{ConnID: a.id, Req: authRequest(req)}).Marshal()
 	b, err := a.call(ctx, t, payload)
 	secret.Wipe(payload) // it may hold a password
 	if err != nil {
 		return nil, err
 	}
-	d, err := ipc.ParseDecision(b)
+	d, err := parseDecision(b)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (a *authority) Respond(ctx context.Context, responses []string) (*auth.Deci
 	if err != nil {
 		return nil, err
 	}
-	d, err := ipc.ParseDecision(b)
+	d, err := parseDecision(b)
 	if err != nil {
 		return nil, err
 	}
@@ -82,4 +83,34 @@ func (a *authority) call(ctx context.Context, t ipc.Type, payload []byte) ([]byt
 	a.busy.Idle()
 	defer a.busy.Busy()
 	return a.peer.Call(ctx, t, payload)
+}
+
+// authRequest is req as the monitor is asked about it. The password is
+// the same string, not a copy: the caller's clearing covers it.
+func authRequest(req *auth.Request) *ipc.AuthRequest {
+	return &ipc.AuthRequest{User: req.User, Service: req.Service, Method: req.Method, Algo: req.Algo,
+		HasSig: req.HasSig, KeyBlob: req.KeyBlob, Sig: req.Sig, ChangePassword: req.ChangePassword,
+		Password: req.Password, HostKey: req.HostKey}
+}
+
+// parseDecision decodes the monitor's decision as an auth.Decision. A
+// Success carries no permissions yet (note adds placeholders): the
+// worker never serves the session.
+func parseDecision(b []byte) (*auth.Decision, error) {
+	m, err := ipc.ParseDecision(b)
+	if err != nil {
+		return nil, err
+	}
+	d := &auth.Decision{Verdict: auth.Verdict(m.Verdict), Methods: m.Methods, Partial: m.Partial, Reason: m.Reason,
+		Message: m.Message, Banner: m.Banner, InvalidUser: m.InvalidUser}
+	if m.Cause != "" {
+		d.Err = errors.New(m.Cause)
+	}
+	if m.Info != nil {
+		d.Info = &auth.Challenge{Name: m.Info.Name, Instruction: m.Info.Instruction}
+		for _, p := range m.Info.Prompts {
+			d.Info.Prompts = append(d.Info.Prompts, auth.Prompt(p))
+		}
+	}
+	return d, nil
 }

@@ -3,7 +3,7 @@
 // their authentication. For each connection the monitor sends it, it runs
 // the version exchange, the key exchange, the packet layer and the
 // conversation of user authentication. It holds no host key and decides
-// nothing: it asks the monitor to sign exchange hashes (ipc.Signer) and to
+// nothing: it asks the monitor to sign exchange hashes (remote.Signer) and to
 // decide each authentication request (an auth.Authority that calls the
 // monitor). Once the monitor has granted a login, the worker exports the
 // connection's transport state and hands it back, and forgets it.
@@ -31,6 +31,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/plan"
+	"github.com/offload/offload/sshd/remote"
 	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 )
@@ -52,7 +53,7 @@ func Main() int {
 		err = sandbox.CloseOnExec() // what it inherited reaches no program it starts
 	}
 	if err == nil || errors.Is(err, sandbox.ErrUnsupported) {
-		err = child.Config.Become() // unprivileged before any client byte
+		err = remote.Become(child.Config) // unprivileged before any client byte
 	}
 	if err != nil && !errors.Is(err, sandbox.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "offload sshd pre-auth:", err)
@@ -78,8 +79,8 @@ type worker struct {
 
 	mu       sync.Mutex
 	conns    map[uint64]net.Conn
-	reporter *ipc.MetricsReporter // nil without metrics
-	busy     *ipc.BusyTable       // shared with the monitor; nil: none
+	reporter *remote.Reporter // nil without metrics
+	busy     *ipc.BusyTable   // shared with the monitor; nil: none
 }
 
 func newWorker(child *ipc.Child) (*worker, error) {
@@ -90,7 +91,7 @@ func newWorker(child *ipc.Child) (*worker, error) {
 	if w.busy, err = openBusyTable(); err != nil { // before the sandbox
 		return w, err
 	}
-	metrics, reporter := child.Metrics()
+	metrics, reporter := remote.Metrics(child)
 	w.reporter = reporter
 	if w.plan, err = plan.Parse(cfg.Plan); err != nil {
 		return w, err
@@ -203,7 +204,7 @@ func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger, slot *ipc.BusySlo
 	if g := w.cfg.LoginGraceTime; g > 0 {
 		nc.SetDeadline(time.Now().Add(g))
 	}
-	signer := &ipc.Signer{Peer: w.peer, ConnID: id, Provenance: w.plan.HostKeyProvenance, Busy: slot}
+	signer := &remote.Signer{Peer: w.peer, ConnID: id, Provenance: w.plan.HostKeyProvenance, Busy: slot}
 	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: signer, Logger: log})
 	if err != nil {
 		return outcomeOf(err, ipc.OutcomeNoAuth), err

@@ -114,3 +114,29 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestBoundedReads(t *testing.T) {
+	b := AppendString(nil, "four")
+	if r := NewReader(b); r.StringMax("s", 4) != "four" || r.Done() != nil {
+		t.Fatal("a string at its bound was refused")
+	}
+	if r := NewReader(b); r.StringMax("s", 3) != "" || r.Err() == nil {
+		t.Fatal("a string over its bound was accepted")
+	}
+	if r := NewReader([]byte{2}); r.StrictBool("b") || r.Err() == nil {
+		t.Fatal("boolean 2 was accepted")
+	}
+	if r := NewReader([]byte{1}); !r.StrictBool("b") || r.Done() != nil {
+		t.Fatal("boolean 1 was refused")
+	}
+	c := AppendUint32(nil, 9)
+	if r := NewReader(c); r.Count("n", 8) != 0 || r.Err() == nil {
+		t.Fatal("a count over its bound was accepted")
+	}
+	if r := NewReader(c); r.Count("n", 9) != 9 || r.Done() != nil {
+		t.Fatal("a count at its bound was refused")
+	}
+	if r := NewReader(AppendUint64(nil, 1<<63)); r.Int64("i") != -1<<63 {
+		t.Fatal("Int64")
+	}
+}

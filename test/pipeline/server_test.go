@@ -29,6 +29,7 @@ import (
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/monitor"
+	sshdremote "github.com/offload/offload/sshd/remote"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -166,7 +167,7 @@ func throughMonitor(tb testing.TB, monitorReg *provider.Registry) *provider.Regi
 		mon.Close()
 		srv.CloseAll()
 	})
-	rp := &ipc.RemoteProvider{Peer: proc, ProvName: pkcs11.DefaultName, Algorithms: []string{"aes128-gcm", "aes256-gcm"}}
+	rp := &sshdremote.Provider{Peer: proc, ProvName: pkcs11.DefaultName, Algorithms: []string{"aes128-gcm", "aes256-gcm"}}
 	return pinnedRegistry(tb, rp, pkcs11.DefaultName)
 }
 

@@ -1,36 +1,33 @@
-package ipc
+package remote
 
 import (
 	"context"
 	"encoding/hex"
-	"time"
-)
 
-// SignTimeout bounds a host-key signature asked of the monitor (a token
-// may be slow, a monitor may be gone).
-const SignTimeout = 30 * time.Second
+	"github.com/offload/offload/sshd/ipc"
+)
 
 // Signer is the transport.HostKeySigner of a child: it asks the monitor,
 // which holds the host keys, to sign one connection's exchange hashes.
 type Signer struct {
-	Peer   *Peer
+	Peer   *ipc.Peer
 	ConnID uint64
 	// Provenance says where each host key lives (the plan's HostKeyProvenance).
 	Provenance map[string]string
 	// Busy, when set, is the connection's slot in the worker's BusyTable:
 	// idle while the monitor signs.
-	Busy *BusySlot
+	Busy *ipc.BusySlot
 }
 
 // SignHostKeyProof asks the monitor for a hostkeys-prove-00@openssh.com
 // signature (transport.HostKeyProver); the monitor signs over the session
 // id it knows, not one given here.
 func (s *Signer) SignHostKeyProof(alg string, pub, _ []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ipc.SignTimeout)
 	defer cancel()
 	s.Busy.Idle()
 	defer s.Busy.Busy()
-	return s.Peer.Call(ctx, TypeProve, (&ProveRequest{ConnID: s.ConnID, Alg: alg, Pub: pub}).Marshal())
+	return s.Peer.Call(ctx, ipc.TypeProve, (&ipc.ProveRequest{ConnID: s.ConnID, Alg: alg, Pub: pub}).Marshal())
 }
 
 // HostKeyProvenance says where the monitor's host key pub lives.
@@ -43,10 +40,10 @@ func (s *Signer) HostKeyProvenance(pub []byte) string {
 
 // SignExchange asks the monitor to sign H with the host key pub.
 func (s *Signer) SignExchange(alg string, pub, H []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), SignTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ipc.SignTimeout)
 	defer cancel()
-	req := &SignRequest{ConnID: s.ConnID, Alg: alg, Pub: pub, H: H}
+	req := &ipc.SignRequest{ConnID: s.ConnID, Alg: alg, Pub: pub, H: H}
 	s.Busy.Idle()
 	defer s.Busy.Busy()
-	return s.Peer.Call(ctx, TypeSign, req.Marshal())
+	return s.Peer.Call(ctx, ipc.TypeSign, req.Marshal())
 }
