@@ -16,6 +16,7 @@ import (
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/penalty"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -52,8 +53,8 @@ type Config struct {
 	Compression bool
 
 	// RekeyLimit caps the bytes under one set of keys (0: the cipher's
-	// limit); RekeyInterval is the time between key exchanges (0: one
-	// hour, negative: never).
+	// limit); RekeyInterval is the time between key exchanges (0:
+	// transport.DefaultRekeyInterval, negative: never).
 	RekeyLimit    uint64
 	RekeyInterval time.Duration
 	// KexTimeout bounds a key re-exchange (0: transport.DefaultKexTimeout).
@@ -151,18 +152,42 @@ func defaultRegistry(log *slog.Logger) (*provider.Registry, error) {
 	return reg, nil
 }
 
-func (s *settings) transportConfig() *transport.Config {
-	return &transport.Config{
-		Registry: s.Registry, HostKeys: s.HostKeys,
-		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
-		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile, HostCertificates: s.HostCertificates,
-		CipherSelection: s.CipherSelection,
-		HostBoundAuth:   true, // newLogin's authority verifies host-bound requests
-		ServerSigAlgs:   serverSigAlgs(s.Auth),
-		Version:         s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
-		KexTimeout: s.KexTimeout, Compression: s.Compression,
-		Logger: s.log,
+// configuredPlan is the plan as configured, before the transport server
+// resolves it: the algorithm lists (the CryptoProfile's defaults for
+// those not set) and the transport settings. Its transport.Config comes
+// from the one constructor, Plan.TransportConfig.
+func (s *settings) configuredPlan() (*plan.Plan, error) {
+	prof, err := transport.ParseProfile(string(s.CryptoProfile))
+	if err != nil {
+		return nil, fmt.Errorf("sshd: %w", err)
 	}
+	return &plan.Plan{
+		Ciphers: orDefaults(s.Ciphers, prof, transport.KindCipher), MACs: orDefaults(s.MACs, prof, transport.KindMAC),
+		KexAlgorithms:     orDefaults(s.KexAlgorithms, prof, transport.KindKex),
+		HostKeyAlgorithms: orDefaults(s.HostKeyAlgorithms, prof, transport.KindHostKey),
+		ServerSigAlgs:     serverSigAlgs(s.Auth), Version: s.Version, RekeyBytes: s.RekeyLimit,
+		RekeyInterval: s.RekeyInterval, KexTimeout: s.KexTimeout,
+		HostCertificates: marshalCerts(s.HostCertificates), CipherSelection: s.CipherSelection,
+		ModuliFile: s.ModuliFile, Compression: s.Compression,
+	}, nil
+}
+
+// orDefaults is names, or prof's defaults of kind when it is empty.
+func orDefaults(names []string, prof transport.Profile, kind transport.AlgorithmKind) []string {
+	if len(names) == 0 {
+		return prof.Defaults(kind)
+	}
+	return names
+}
+
+// resolvePlan fills p with what the transport server tr built from it
+// settled on: the algorithms it offers (those the registry can serve;
+// the host-key algorithms of the keys it has) and the cipher scores it
+// measured. Built from the result again, a transport server offers the
+// same (TestResolvedPlanIsFixed).
+func resolvePlan(p *plan.Plan, tr *transport.Server) {
+	p.KexAlgorithms, p.HostKeyAlgorithms, p.Ciphers, p.MACs = tr.Offer()
+	p.CipherScores = tr.CipherScores()
 }
 
 // serverSigAlgs are the plain (non-certificate) public key algorithms

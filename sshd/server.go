@@ -61,15 +61,15 @@ func NewServer(cfg *Config) (*Server, error) {
 	if err := st.Auth.Validate(); err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
-	tr, err := transport.NewServer(st.transportConfig())
+	pl, tr, err := newTransport(st)
 	if err != nil {
-		return nil, fmt.Errorf("sshd: %w", err)
+		return nil, err
 	}
 	kex, hostKeys, ciphers, macs := tr.Offer()
 	st.log.Info("sshd: algorithms offered", "kex", kex, "host_keys", hostKeys, "ciphers", ciphers, "macs", macs)
 	s := &Server{cfg: st, tr: tr, log: st.log, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
 	if st.Separation != nil {
-		if s.mon, err = s.newMonitor(st, tr); err != nil {
+		if s.mon, err = s.newMonitor(st, pl); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +77,25 @@ func NewServer(cfg *Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) maxRequests() int { return maxRequests(s.cfg.Auth) }
+// newTransport builds this process's transport server from the
+// configured plan, with the server's registry and host keys, and returns
+// the plan it resolved.
+func newTransport(st *settings) (*plan.Plan, *transport.Server, error) {
+	pl, err := st.configuredPlan()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := pl.TransportConfig(st.Registry, st.HostKeys, st.log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sshd: %w", err)
+	}
+	tr, err := transport.NewServer(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sshd: %w", err)
+	}
+	resolvePlan(pl, tr)
+	return pl, tr, nil
+}
 
 // Transport returns the transport server, for its algorithm offer.
 func (s *Server) Transport() *transport.Server { return s.tr }
@@ -337,7 +355,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	ctx, cancel := context.WithCancel(c.srv.ctx)
 	defer cancel()
 	l := newLogin(c.srv.cfg, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
-	opts := &auth.ServeOptions{MaxRequests: c.srv.maxRequests(), Logger: c.srv.log, Remote: tc.RemoteAddr()}
+	opts := &auth.ServeOptions{MaxRequests: auth.MaxRequests(c.srv.cfg.Auth), Logger: c.srv.log, Remote: tc.RemoteAddr()}
 	p, err := auth.Serve(ctx, tc, l, opts)
 	if !grace.stop() && err == nil {
 		err = errGraceExceeded // the login came after the connection was closed
