@@ -336,7 +336,7 @@ func (c *conn) serve() {
 	start := time.Now()
 	grace := c.startGrace(start)
 	defer grace.stop()
-	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log})
+	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log, ID: c.id})
 	if err != nil {
 		c.logEnd("handshake", err)
 		c.srv.failed.Add(1)

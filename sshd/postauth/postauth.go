@@ -259,7 +259,7 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}
 	signer := &ipc.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}
-	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log})
+	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log, ID: a.ConnID})
 	if err != nil {
 		return err
 	}
