@@ -15,6 +15,7 @@ import (
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
@@ -105,10 +106,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ConnInfo is what the settings of a connection may depend on (the
+// criteria of sshd_config's Match): the user of the first authentication
+// request and the connection's endpoints.
+type ConnInfo = login.ConnInfo
+
+// ConnSettings are the settings of one connection that
+// Config.PerConnection may change; a nil field keeps the Server's.
+type ConnSettings = login.ConnSettings
+
+// ErrRefuseConnection is what Config.PerConnection wraps in its error to
+// refuse a connection by configuration (RefuseConnection): the login
+// ends, and the source gets the refuseconnection penalty.
+var ErrRefuseConnection = login.ErrRefuseConnection
+
 // settings is a Config with defaults applied.
 type settings struct {
 	Config
-	log *slog.Logger
+	log    *slog.Logger
+	logins *login.Config // what the connections' logins share
 }
 
 func (c *Config) settings() (*settings, error) {
@@ -139,7 +155,32 @@ func (c *Config) settings() (*settings, error) {
 	if s.MaxStartups == 0 {
 		s.MaxStartups = DefaultMaxStartups
 	}
+	s.logins = s.loginConfig()
 	return s, nil
+}
+
+// loginConfig is what the connections' logins share: the server's
+// settings, and Config.PerConnection with its answers completed as the
+// server's are (authDefaults, connDefaults).
+func (s *settings) loginConfig() *login.Config {
+	lc := &login.Config{Auth: s.Auth, Conn: s.Conn, Logger: s.log}
+	if f := s.PerConnection; f != nil {
+		lc.PerConnection = func(ci ConnInfo) (*ConnSettings, error) {
+			cs, err := f(ci)
+			if err != nil || cs == nil {
+				return cs, err
+			}
+			out := ConnSettings{Auth: cs.Auth, Conn: cs.Conn}
+			if out.Auth != nil {
+				out.Auth = s.authDefaults(out.Auth)
+			}
+			if out.Conn != nil {
+				out.Conn = s.connDefaults(out.Conn)
+			}
+			return &out, nil
+		}
+	}
+	return lc
 }
 
 func defaultRegistry(log *slog.Logger) (*provider.Registry, error) {

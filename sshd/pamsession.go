@@ -15,6 +15,7 @@ import (
 
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/pam"
 )
 
@@ -46,7 +47,7 @@ type sessionKeeper struct {
 // be root to start programs as the user); or a program that does not call
 // RunChild, which cannot be started again as a keeper (it then runs
 // PAM's auth and account stacks only, and says so).
-func processSessions(cc *connection.Config, l *login, remote net.Addr, log *slog.Logger) *connection.Config {
+func processSessions(cc *connection.Config, l *login.Login, remote net.Addr, log *slog.Logger) *connection.Config {
 	pc := l.PAMSession()
 	if pc == nil || os.Geteuid() != 0 {
 		return cc

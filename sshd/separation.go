@@ -11,6 +11,7 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/plan"
@@ -67,7 +68,7 @@ func (s *Server) newMonitor(st *settings, pl *plan.Plan) (*monitor.Monitor, erro
 		HostKeys:  signer, HostPublicKeys: pubs, Plan: *s.plan,
 		LoginGraceTime: st.LoginGraceTime, MaxRequests: auth.MaxRequests(st.Auth),
 		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {
-			return newLogin(st, sessionID, hostKey, local, remote), nil
+			return login.New(st.logins, sessionID, hostKey, local, remote), nil
 		},
 		Logger: st.log, Metrics: st.Registry.Metrics(), Registry: st.Registry,
 		LoginRecords: loginRecorder(st),

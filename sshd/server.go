@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/plan"
@@ -269,6 +271,15 @@ func (s *Server) ServeConn(nc net.Conn) {
 	c.serve()
 }
 
+// addrPort is a's address and port, an IPv4-mapped address unmapped.
+func addrPort(a net.Addr) netip.AddrPort {
+	if a == nil {
+		return netip.AddrPort{}
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
 func remoteString(nc net.Conn) string {
 	if a := nc.RemoteAddr(); a != nil {
 		return a.String()
@@ -354,7 +365,7 @@ func (c *conn) serve() {
 func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	ctx, cancel := context.WithCancel(c.srv.ctx)
 	defer cancel()
-	l := newLogin(c.srv.cfg, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
+	l := login.New(c.srv.cfg.logins, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
 	opts := &auth.ServeOptions{MaxRequests: auth.MaxRequests(c.srv.cfg.Auth), Logger: c.srv.log, Remote: tc.RemoteAddr()}
 	p, err := auth.Serve(ctx, tc, l, opts)
 	if !grace.stop() && err == nil {
