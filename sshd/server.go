@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/penalty"
+	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
@@ -383,10 +385,17 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	tc.SetAuthenticated()
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
-	err = serveConnection(ctx, tc, p, processSessions(l.Settings(), l, tc.RemoteAddr(), c.log))
+	err = runConnectionProtocol(ctx, tc, p, processSessions(l.Settings(), l, tc.RemoteAddr(), c.log))
 	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
 	c.logEnd("session", err)
 	tc.Close()
+}
+
+// runConnectionProtocol runs the connection protocol (channels: sessions,
+// forwarding, SFTP) for an authenticated user.
+func runConnectionProtocol(ctx context.Context, tc *transport.Conn, p *perm.Permissions, cfg *connection.Config) error {
+	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
+	return connection.Serve(ctx, tc, p, connection.ForClient(cfg, tc.ClientVersion()))
 }
 
 // logEnd logs how a connection ended, naming the cause.
