@@ -30,7 +30,7 @@ type Separation = monitor.Processes
 type ConnEnd = monitor.ConnEnd
 
 // childRunner records that this program calls RunChild, so that it may
-// be started again as a child (the in-process mode's PAM session keeper).
+// be started again as a child (the in-process mode's PAM keeper).
 var childRunner atomic.Bool
 
 // RunChild runs this process as a child of a separated Server when the
@@ -48,7 +48,7 @@ func RunChild() {
 		os.Exit(postauth.Main())
 	case ipc.RoleSession:
 		sandbox.SetName("sshd-session")
-		os.Exit(postauth.SessionMain())
+		os.Exit(postauth.PAMKeeperMain())
 	}
 }
 

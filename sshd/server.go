@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
+	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -385,7 +387,7 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	tc.SetAuthenticated()
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
-	err = runConnectionProtocol(ctx, tc, p, processSessions(l.Settings(), l, tc.RemoteAddr(), c.log))
+	err = runConnectionProtocol(ctx, tc, p, withPAMKeeper(l.Settings(), l, tc.RemoteAddr(), c.log))
 	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
 	c.logEnd("session", err)
 	tc.Close()
@@ -396,6 +398,28 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 func runConnectionProtocol(ctx context.Context, tc *transport.Conn, p *perm.Permissions, cfg *connection.Config) error {
 	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
 	return connection.Serve(ctx, tc, p, connection.ForClient(cfg, tc.ClientVersion()))
+}
+
+// withPAMKeeper returns cc with its programs run in the login's PAM
+// session, which a PAM keeper holds (postauth.OpenPAMKeeper), or cc when
+// there is none: UsePAM no; not root (a keeper must be root to start
+// programs as the user); or a program that does not call RunChild, which
+// cannot be started again as a keeper (it then runs PAM's auth and
+// account stacks only, and says so).
+func withPAMKeeper(cc *connection.Config, l *login.Login, remote net.Addr, log *slog.Logger) *connection.Config {
+	pc := l.PAMSession()
+	if pc == nil || os.Geteuid() != 0 {
+		return cc
+	}
+	if !childRunner.Load() {
+		log.Warn("sshd: UsePAM: no PAM session (pam_env, pam_limits, pam_loginuid): the program does not call sshd.RunChild, which runs its PAM keeper")
+		return cc
+	}
+	c := *cc
+	c.OpenProcessSession = func(user string) (*connection.ProcessSession, error) {
+		return postauth.OpenPAMKeeper(*pc, user, addrPort(remote).Addr().String(), log)
+	}
+	return &c
 }
 
 // logEnd logs how a connection ended, naming the cause.

@@ -185,7 +185,7 @@ func TestTableIsWhatChildrenSend(t *testing.T) {
 	for pkg, rs := range roles {
 		for typ := range sentBy(t, filepath.Join("..", pkg)) {
 			// A keeper of an in-process server's connection tells that
-			// server (sshd/pamsession.go), never a monitor.
+			// server (sshd/postauth/pamclient.go), never a monitor.
 			if typ == ipc.TypeSessionOpened && pkg == "postauth" {
 				continue
 			}
@@ -228,7 +228,9 @@ func sentBy(t *testing.T, dir string) map[ipc.Type]bool {
 	out := map[ipc.Type]bool{}
 	fset := token.NewFileSet()
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
+		// pamclient.go is an in-process server's side of its PAM keeper:
+		// what it sends goes to that keeper, never to a monitor.
+		if strings.HasSuffix(f, "_test.go") || filepath.Base(f) == "pamclient.go" {
 			continue
 		}
 		file, err := parser.ParseFile(fset, f, nil, 0)
