@@ -15,7 +15,9 @@ import (
 	"github.com/offload/offload/providers/software"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/penalty"
+	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -52,8 +54,8 @@ type Config struct {
 	Compression bool
 
 	// RekeyLimit caps the bytes under one set of keys (0: the cipher's
-	// limit); RekeyInterval is the time between key exchanges (0: one
-	// hour, negative: never).
+	// limit); RekeyInterval is the time between key exchanges (0:
+	// transport.DefaultRekeyInterval, negative: never).
 	RekeyLimit    uint64
 	RekeyInterval time.Duration
 	// KexTimeout bounds a key re-exchange (0: transport.DefaultKexTimeout).
@@ -104,10 +106,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ConnInfo is what the settings of a connection may depend on (the
+// criteria of sshd_config's Match): the user of the first authentication
+// request and the connection's endpoints.
+type ConnInfo = login.ConnInfo
+
+// ConnSettings are the settings of one connection that
+// Config.PerConnection may change; a nil field keeps the Server's.
+type ConnSettings = login.ConnSettings
+
+// ErrRefuseConnection is what Config.PerConnection wraps in its error to
+// refuse a connection by configuration (RefuseConnection): the login
+// ends, and the source gets the refuseconnection penalty.
+var ErrRefuseConnection = login.ErrRefuseConnection
+
 // settings is a Config with defaults applied.
 type settings struct {
 	Config
-	log *slog.Logger
+	log    *slog.Logger
+	logins *login.Config // what the connections' logins share
 }
 
 func (c *Config) settings() (*settings, error) {
@@ -138,7 +155,32 @@ func (c *Config) settings() (*settings, error) {
 	if s.MaxStartups == 0 {
 		s.MaxStartups = DefaultMaxStartups
 	}
+	s.logins = s.loginConfig()
 	return s, nil
+}
+
+// loginConfig is what the connections' logins share: the server's
+// settings, and Config.PerConnection with its answers completed as the
+// server's are (authDefaults, connDefaults).
+func (s *settings) loginConfig() *login.Config {
+	lc := &login.Config{Auth: s.Auth, Conn: s.Conn, Logger: s.log}
+	if f := s.PerConnection; f != nil {
+		lc.PerConnection = func(ci ConnInfo) (*ConnSettings, error) {
+			cs, err := f(ci)
+			if err != nil || cs == nil {
+				return cs, err
+			}
+			out := ConnSettings{Auth: cs.Auth, Conn: cs.Conn}
+			if out.Auth != nil {
+				out.Auth = s.authDefaults(out.Auth)
+			}
+			if out.Conn != nil {
+				out.Conn = s.connDefaults(out.Conn)
+			}
+			return &out, nil
+		}
+	}
+	return lc
 }
 
 func defaultRegistry(log *slog.Logger) (*provider.Registry, error) {
@@ -151,18 +193,42 @@ func defaultRegistry(log *slog.Logger) (*provider.Registry, error) {
 	return reg, nil
 }
 
-func (s *settings) transportConfig() *transport.Config {
-	return &transport.Config{
-		Registry: s.Registry, HostKeys: s.HostKeys,
-		Ciphers: s.Ciphers, MACs: s.MACs, KexAlgorithms: s.KexAlgorithms, HostKeyAlgorithms: s.HostKeyAlgorithms,
-		Profile: s.CryptoProfile, ModuliFile: s.ModuliFile, HostCertificates: s.HostCertificates,
-		CipherSelection: s.CipherSelection,
-		HostBoundAuth:   true, // newLogin's authority verifies host-bound requests
-		ServerSigAlgs:   serverSigAlgs(s.Auth),
-		Version:         s.Version, RekeyBytes: s.RekeyLimit, RekeyInterval: s.RekeyInterval,
-		KexTimeout: s.KexTimeout, Compression: s.Compression,
-		Logger: s.log,
+// configuredPlan is the plan as configured, before the transport server
+// resolves it: the algorithm lists (the CryptoProfile's defaults for
+// those not set) and the transport settings. Its transport.Config comes
+// from the one constructor, Plan.TransportConfig.
+func (s *settings) configuredPlan() (*plan.Plan, error) {
+	prof, err := transport.ParseProfile(string(s.CryptoProfile))
+	if err != nil {
+		return nil, fmt.Errorf("sshd: %w", err)
 	}
+	return &plan.Plan{
+		Ciphers: orDefaults(s.Ciphers, prof, transport.KindCipher), MACs: orDefaults(s.MACs, prof, transport.KindMAC),
+		KexAlgorithms:     orDefaults(s.KexAlgorithms, prof, transport.KindKex),
+		HostKeyAlgorithms: orDefaults(s.HostKeyAlgorithms, prof, transport.KindHostKey),
+		ServerSigAlgs:     serverSigAlgs(s.Auth), Version: s.Version, RekeyBytes: s.RekeyLimit,
+		RekeyInterval: s.RekeyInterval, KexTimeout: s.KexTimeout,
+		HostCertificates: marshalCerts(s.HostCertificates), CipherSelection: s.CipherSelection,
+		ModuliFile: s.ModuliFile, Compression: s.Compression,
+	}, nil
+}
+
+// orDefaults is names, or prof's defaults of kind when it is empty.
+func orDefaults(names []string, prof transport.Profile, kind transport.AlgorithmKind) []string {
+	if len(names) == 0 {
+		return prof.Defaults(kind)
+	}
+	return names
+}
+
+// resolvePlan fills p with what the transport server tr built from it
+// settled on: the algorithms it offers (those the registry can serve;
+// the host-key algorithms of the keys it has) and the cipher scores it
+// measured. Built from the result again, a transport server offers the
+// same (TestResolvedPlanIsFixed).
+func resolvePlan(p *plan.Plan, tr *transport.Server) {
+	p.KexAlgorithms, p.HostKeyAlgorithms, p.Ciphers, p.MACs = tr.Offer()
+	p.CipherScores = tr.CipherScores()
 }
 
 // serverSigAlgs are the plain (non-certificate) public key algorithms

@@ -20,7 +20,7 @@
 // keys; sessions run as the user only when the process is root (it
 // switches identity for each child); forwarded sockets and channel
 // buffers are the process's own. With UsePAM, as root, each
-// connection's PAM session is held by a session keeper, this program
+// connection's PAM session is held by a PAM keeper, this program
 // started again, which starts the connection's programs; such a program
 // must call RunChild first thing in main too, with its main goroutine
 // locked to the main thread (runtime.LockOSThread in an init function).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/plan"
@@ -29,7 +30,7 @@ type Separation = monitor.Processes
 type ConnEnd = monitor.ConnEnd
 
 // childRunner records that this program calls RunChild, so that it may
-// be started again as a child (the in-process mode's PAM session keeper).
+// be started again as a child (the in-process mode's PAM keeper).
 var childRunner atomic.Bool
 
 // RunChild runs this process as a child of a separated Server when the
@@ -47,54 +48,46 @@ func RunChild() {
 		os.Exit(postauth.Main())
 	case ipc.RoleSession:
 		sandbox.SetName("sshd-session")
-		os.Exit(postauth.SessionMain())
+		os.Exit(postauth.PAMKeeperMain())
 	}
 }
 
 // newMonitor starts the monitor of a separated server: the host keys stay
-// in this process, the children get the public keys and the algorithm
-// offer the in-process transport server settled on.
-func (s *Server) newMonitor(st *settings, tr *transport.Server) (*monitor.Monitor, error) {
+// in this process, the children get the public keys and the plan pl the
+// in-process transport server resolved.
+func (s *Server) newMonitor(st *settings, pl *plan.Plan) (*monitor.Monitor, error) {
 	signer, pubs, err := transport.NewHostKeySigner(st.HostKeys, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
-	s.plan = newPlan(st, tr, signer, pubs)
+	s.plan = separatedPlan(st, pl, signer, pubs)
 	procs := *st.Separation
 	procs.OnConnEnd = s.connEnded
 	return monitor.New(monitor.Config{
 		Processes: procs,
 		HostKeys:  signer, HostPublicKeys: pubs, Plan: *s.plan,
-		LoginGraceTime: st.LoginGraceTime, MaxRequests: maxRequests(st.Auth),
+		LoginGraceTime: st.LoginGraceTime, MaxRequests: auth.MaxRequests(st.Auth),
 		NewLogin: func(sessionID, hostKey []byte, local, remote net.Addr) (monitor.Login, error) {
-			return newLogin(st, sessionID, hostKey, local, remote), nil
+			return login.New(st.logins, sessionID, hostKey, local, remote), nil
 		},
 		Logger: st.log, Metrics: st.Registry.Metrics(), Registry: st.Registry,
 		LoginRecords: loginRecorder(st),
 	})
 }
 
-// newPlan resolves the plan the children construct from: the algorithm
-// offer the in-process transport server settled on, the transport
-// settings, and each primitive's provider from the registry.
-func newPlan(st *settings, tr *transport.Server, signer transport.HostKeySigner, pubs []ssh.PublicKey) *plan.Plan {
-	kex, hostKeys, ciphers, macs := tr.Offer()
+// separatedPlan completes pl for the children: where each host key lives,
+// and each primitive's provider from the registry.
+func separatedPlan(st *settings, pl *plan.Plan, signer transport.HostKeySigner, pubs []ssh.PublicKey) *plan.Plan {
 	res := plan.Resolve(st.Registry)
 	if len(res.Away) > 0 {
 		st.log.Warn("sshd: the monitor's choice of provider for these primitives is a token, which the pre-auth and post-auth processes cannot reach: they compute them with the software and CPU providers",
 			"primitives", res.Away)
 	}
-	pl := &plan.Plan{
-		Ciphers: ciphers, MACs: macs, KexAlgorithms: kex, HostKeyAlgorithms: hostKeys,
-		ServerSigAlgs: serverSigAlgs(st.Auth), Version: st.Version, RekeyBytes: st.RekeyLimit,
-		RekeyInterval: st.RekeyInterval, KexTimeout: st.KexTimeout,
-		Mode:              st.Registry.Policy().Mode.String(),
-		HostKeyProvenance: hostKeyProvenance(signer, pubs),
-		HostCertificates:  marshalCerts(st.HostCertificates), CipherSelection: st.CipherSelection,
-		ModuliFile: st.ModuliFile, CipherScores: tr.CipherScores(), Compression: st.Compression,
-	}
-	pl.Apply(res)
-	return pl
+	out := *pl
+	out.Mode = st.Registry.Policy().Mode.String()
+	out.HostKeyProvenance = hostKeyProvenance(signer, pubs)
+	out.Apply(res)
+	return &out
 }
 
 // connEnded applies the penalties for an ended connection and reports it
@@ -118,16 +111,6 @@ func hostKeyProvenance(s transport.HostKeySigner, pubs []ssh.PublicKey) map[stri
 		m[hex.EncodeToString(p.Marshal())] = hp.HostKeyProvenance(p.Marshal())
 	}
 	return m
-}
-
-// maxRequests bounds the userauth requests of a connection: ten times
-// MaxAuthTries.
-func maxRequests(a *auth.Config) int {
-	n := auth.DefaultMaxAuthTries
-	if a != nil && a.MaxAuthTries > 0 {
-		n = a.MaxAuthTries
-	}
-	return 10 * n
 }
 
 // serveSeparated hands nc to the monitor and waits for the connection to

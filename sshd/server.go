@@ -6,15 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/offload/offload/sshd/auth"
+	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/penalty"
+	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
+	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -61,15 +67,15 @@ func NewServer(cfg *Config) (*Server, error) {
 	if err := st.Auth.Validate(); err != nil {
 		return nil, fmt.Errorf("sshd: %w", err)
 	}
-	tr, err := transport.NewServer(st.transportConfig())
+	pl, tr, err := newTransport(st)
 	if err != nil {
-		return nil, fmt.Errorf("sshd: %w", err)
+		return nil, err
 	}
 	kex, hostKeys, ciphers, macs := tr.Offer()
 	st.log.Info("sshd: algorithms offered", "kex", kex, "host_keys", hostKeys, "ciphers", ciphers, "macs", macs)
 	s := &Server{cfg: st, tr: tr, log: st.log, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
 	if st.Separation != nil {
-		if s.mon, err = s.newMonitor(st, tr); err != nil {
+		if s.mon, err = s.newMonitor(st, pl); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +83,25 @@ func NewServer(cfg *Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) maxRequests() int { return maxRequests(s.cfg.Auth) }
+// newTransport builds this process's transport server from the
+// configured plan, with the server's registry and host keys, and returns
+// the plan it resolved.
+func newTransport(st *settings) (*plan.Plan, *transport.Server, error) {
+	pl, err := st.configuredPlan()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := pl.TransportConfig(st.Registry, st.HostKeys, st.log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sshd: %w", err)
+	}
+	tr, err := transport.NewServer(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sshd: %w", err)
+	}
+	resolvePlan(pl, tr)
+	return pl, tr, nil
+}
 
 // Transport returns the transport server, for its algorithm offer.
 func (s *Server) Transport() *transport.Server { return s.tr }
@@ -251,6 +275,15 @@ func (s *Server) ServeConn(nc net.Conn) {
 	c.serve()
 }
 
+// addrPort is a's address and port, an IPv4-mapped address unmapped.
+func addrPort(a net.Addr) netip.AddrPort {
+	if a == nil {
+		return netip.AddrPort{}
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
 func remoteString(nc net.Conn) string {
 	if a := nc.RemoteAddr(); a != nil {
 		return a.String()
@@ -318,7 +351,7 @@ func (c *conn) serve() {
 	start := time.Now()
 	grace := c.startGrace(start)
 	defer grace.stop()
-	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log})
+	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log, ID: c.id})
 	if err != nil {
 		c.logEnd("handshake", err)
 		c.srv.failed.Add(1)
@@ -336,8 +369,8 @@ func (c *conn) serve() {
 func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	ctx, cancel := context.WithCancel(c.srv.ctx)
 	defer cancel()
-	l := newLogin(c.srv.cfg, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
-	opts := &auth.ServeOptions{MaxRequests: c.srv.maxRequests(), Logger: c.srv.log, Remote: tc.RemoteAddr()}
+	l := login.New(c.srv.cfg.logins, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
+	opts := &auth.ServeOptions{MaxRequests: auth.MaxRequests(c.srv.cfg.Auth), Logger: c.srv.log, Remote: tc.RemoteAddr()}
 	p, err := auth.Serve(ctx, tc, l, opts)
 	if !grace.stop() && err == nil {
 		err = errGraceExceeded // the login came after the connection was closed
@@ -354,10 +387,39 @@ func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
 	tc.SetAuthenticated()
 	c.nc.SetDeadline(time.Time{})
 	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
-	err = serveConnection(ctx, tc, p, processSessions(l.Settings(), l, tc.RemoteAddr(), c.log))
+	err = runConnectionProtocol(ctx, tc, p, withPAMKeeper(l.Settings(), l, tc.RemoteAddr(), c.log))
 	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
 	c.logEnd("session", err)
 	tc.Close()
+}
+
+// runConnectionProtocol runs the connection protocol (channels: sessions,
+// forwarding, SFTP) for an authenticated user.
+func runConnectionProtocol(ctx context.Context, tc *transport.Conn, p *perm.Permissions, cfg *connection.Config) error {
+	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
+	return connection.Serve(ctx, tc, p, connection.ForClient(cfg, tc.ClientVersion()))
+}
+
+// withPAMKeeper returns cc with its programs run in the login's PAM
+// session, which a PAM keeper holds (postauth.OpenPAMKeeper), or cc when
+// there is none: UsePAM no; not root (a keeper must be root to start
+// programs as the user); or a program that does not call RunChild, which
+// cannot be started again as a keeper (it then runs PAM's auth and
+// account stacks only, and says so).
+func withPAMKeeper(cc *connection.Config, l *login.Login, remote net.Addr, log *slog.Logger) *connection.Config {
+	pc := l.PAMSession()
+	if pc == nil || os.Geteuid() != 0 {
+		return cc
+	}
+	if !childRunner.Load() {
+		log.Warn("sshd: UsePAM: no PAM session (pam_env, pam_limits, pam_loginuid): the program does not call sshd.RunChild, which runs its PAM keeper")
+		return cc
+	}
+	c := *cc
+	c.OpenProcessSession = func(user string) (*connection.ProcessSession, error) {
+		return postauth.OpenPAMKeeper(*pc, user, addrPort(remote).Addr().String(), log)
+	}
+	return &c
 }
 
 // logEnd logs how a connection ended, naming the cause.

@@ -39,13 +39,23 @@ func Run(ctx context.Context, pc wire.PacketConn, cfg *Config, remote net.Addr) 
 	}
 	defer a.(io.Closer).Close()
 	st := newSettings(cfg)
-	return Serve(ctx, pc, a, &ServeOptions{MaxRequests: 10 * st.maxTries, Logger: st.log, Remote: remote})
+	return Serve(ctx, pc, a, &ServeOptions{MaxRequests: MaxRequests(cfg), Logger: st.log, Remote: remote})
+}
+
+// MaxRequests bounds the userauth requests of any kind of a connection
+// under cfg (nil: the defaults): ten times its MaxAuthTries.
+func MaxRequests(cfg *Config) int {
+	n := DefaultMaxAuthTries
+	if cfg != nil && cfg.MaxAuthTries > 0 {
+		n = cfg.MaxAuthTries
+	}
+	return 10 * n
 }
 
 // ServeOptions configure the conversation of Serve.
 type ServeOptions struct {
 	// MaxRequests bounds the requests of any kind, including PK_OK
-	// queries and unknown messages (0: ten times DefaultMaxAuthTries).
+	// queries and unknown messages (0: MaxRequests(nil)).
 	MaxRequests int
 	// Logger receives protocol errors (nil means slog.Default()).
 	Logger *slog.Logger
@@ -96,7 +106,7 @@ func newConversation(ctx context.Context, pc wire.PacketConn, a Authority, o *Se
 	}
 	max := o.MaxRequests
 	if max <= 0 {
-		max = 10 * DefaultMaxAuthTries
+		max = MaxRequests(nil)
 	}
 	addr, port := remoteAddr(o.Remote)
 	return &conversation{ctx: ctx, pc: pc, a: a, log: peerLogger(log, o.Remote), max: max, prompts: -1, addr: addr, port: port}

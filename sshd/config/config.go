@@ -180,10 +180,10 @@ type Subsystem struct {
 // Default values, as sshd's where offload has the keyword too. Those of
 // settings a lower layer applies are declared there only
 // (auth.DefaultLoginGraceTime, auth.DefaultMaxAuthTries,
-// connection.DefaultMaxSessions, connection.DefaultXAuthLocation).
+// connection.DefaultMaxSessions, connection.DefaultClientAliveCountMax,
+// connection.DefaultX11DisplayOffset, connection.DefaultXAuthLocation).
 const (
 	DefaultPort               = 22
-	DefaultClientAliveCount   = 3
 	DefaultChannelWindowSize  = 0 // auto: 8 MiB, 2 MiB to OpenSSH clients, growing with the round trip (connection.ForClient)
 	DefaultPermitRootLogin    = "prohibit-password"
 	DefaultAllowTCPForwarding = "yes"

@@ -554,7 +554,7 @@ func permitKW(name string, field func(*Config) *[]string, listen bool) *keyword 
 const maxWindow = 1<<32 - 1
 
 // minWindow is the smallest window offload accepts: one maximum packet.
-const minWindow = 32 << 10
+const minWindow = connection.DefaultMaxPacket
 
 func channelWindowKW() *keyword {
 	return &keyword{name: "ChannelWindowSize", minArgs: 1, maxArgs: 1,

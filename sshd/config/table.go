@@ -51,7 +51,7 @@ var keywords = []*keyword{
 		supported("auth.Config.PAM.Service").eg("login"),
 	timeKW("LoginGraceTime", auth.DefaultLoginGraceTime, false, func(c *Config) *time.Duration { return &c.LoginGraceTime }).
 		supported("sshd.Config.LoginGraceTime").eg("30"),
-	intKW("X11DisplayOffset", 0, 1000, 10, func(c *Config) *int { return &c.X11DisplayOffset }).perConnection().
+	intKW("X11DisplayOffset", 0, 1000, connection.DefaultX11DisplayOffset, func(c *Config) *int { return &c.X11DisplayOffset }).perConnection().
 		supported("connection.Config.X11DisplayOffset").eg("20"),
 	intKW("MaxAuthTries", 1, 1000, auth.DefaultMaxAuthTries, func(c *Config) *int { return &c.MaxAuthTries }).perConnection().
 		supported("auth.Config.MaxAuthTries").eg("3"),
@@ -59,7 +59,7 @@ var keywords = []*keyword{
 		supported("connection.Config.MaxSessions").eg("4"),
 	timeKW("ClientAliveInterval", 0, false, func(c *Config) *time.Duration { return &c.ClientAliveInterval }).perConnection().
 		supported("connection.Config.ClientAliveInterval").eg("15"),
-	intKW("ClientAliveCountMax", 0, 1000, DefaultClientAliveCount, func(c *Config) *int { return &c.ClientAliveCountMax }).perConnection().
+	intKW("ClientAliveCountMax", 0, 1000, connection.DefaultClientAliveCountMax, func(c *Config) *int { return &c.ClientAliveCountMax }).perConnection().
 		supported("connection.Config.ClientAliveCountMax").eg("5"),
 	intKW("RequiredRSASize", 1024, 16384, 1024, func(c *Config) *int { return &c.RequiredRSASize }).perConnection().
 		supported("auth.Config.RequiredRSASize").eg("3072"),

@@ -149,7 +149,8 @@ func ParseMaxStartups(s string) (MaxStartups, error) {
 }
 
 // RekeyLimit is the data and time after which the server starts a new key
-// exchange; zero means the transport's default (none for time).
+// exchange; zero means the transport's default (the cipher's limit for
+// bytes, transport.DefaultRekeyInterval for time).
 type RekeyLimit struct {
 	Bytes    int64
 	Interval time.Duration

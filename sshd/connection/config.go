@@ -27,6 +27,8 @@ const (
 	DefaultMaxSessions  = 10       // as OpenSSH's MaxSessions
 	DefaultMaxChannels  = 64       // all channel kinds together
 	DefaultMaxListeners = 32       // tcpip-forward and streamlocal-forward listeners per connection
+	// DefaultClientAliveCountMax is OpenSSH's ClientAliveCountMax.
+	DefaultClientAliveCountMax = 3
 	// DefaultStreamLocalBindMask is OpenSSH's StreamLocalBindMask.
 	DefaultStreamLocalBindMask fs.FileMode = 0o177
 	// X11 defaults, as OpenSSH's.
@@ -154,7 +156,7 @@ type Config struct {
 	SFTPHelper []string
 	// ClientAliveInterval, when positive, sends keepalive@openssh.com
 	// after that long without traffic from the peer and disconnects after
-	// ClientAliveCountMax (default 3) unanswered probes.
+	// ClientAliveCountMax (0: DefaultClientAliveCountMax) unanswered probes.
 	ClientAliveInterval time.Duration
 	ClientAliveCountMax int
 	// IPQoS, when set, marks the connection's packets (IP_TOS, or
@@ -310,7 +312,7 @@ func (c *Config) settings() *settings {
 	s.MaxSessions = defaultInt(s.MaxSessions, DefaultMaxSessions)
 	s.MaxChannels = defaultInt(s.MaxChannels, DefaultMaxChannels)
 	s.MaxListeners = defaultInt(s.MaxListeners, DefaultMaxListeners)
-	s.ClientAliveCountMax = defaultInt(s.ClientAliveCountMax, 3)
+	s.ClientAliveCountMax = defaultInt(s.ClientAliveCountMax, DefaultClientAliveCountMax)
 	s.X11MaxDisplays = defaultInt(s.X11MaxDisplays, DefaultX11MaxDisplays)
 	s.x11Offset = DefaultX11DisplayOffset
 	if s.X11DisplayOffset != nil {

@@ -43,6 +43,7 @@ const (
 	TypeLoginRecord Type = 29 // LoginRecordRequest; the reply to a login is a LastLogin
 	TypeProve       Type = 30 // ProveRequest; the reply is an SSH signature blob
 	TypeBeginDecide Type = 31 // DecideRequest of the first request: Begin, then Decide; the reply is a Decision (with the banner)
+	TypeAEADOrigin  Type = 34 // AEADOrigin notification
 
 	// An in-process server and its PAM session keeper (session.go).
 	TypeSessionOpened Type = 32 // SessionOpened notification, keeper to server
@@ -57,7 +58,7 @@ var typeNames = map[Type]string{
 	TypeSign: "sign", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
 	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeBeginDecide: "begin-decide", TypeReply: "reply",
-	TypeSessionOpened: "session-opened", TypeSpawn: "spawn",
+	TypeSessionOpened: "session-opened", TypeSpawn: "spawn", TypeAEADOrigin: "aead-origin",
 }
 
 func (t Type) String() string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/ipc"
@@ -38,7 +39,8 @@ type AEADServer struct {
 	// Remote is the algorithms served this way (the plan's Remote).
 	Remote map[string]string
 	// Log, when set, gets a line when an AEAD's token fails and it
-	// continues in Go, naming the process and the AEAD's handle.
+	// continues in Go, naming the process, the AEAD's handle and, once
+	// the process has told it (Origin), the connection and the packet.
 	Log *slog.Logger
 
 	mu   sync.Mutex
@@ -49,8 +51,19 @@ type AEADServer struct {
 // heldAEAD is one AEAD of the process; one is nil when its calls may run
 // at once.
 type heldAEAD struct {
-	a   cipher.AEAD
-	one *sync.Mutex
+	a      cipher.AEAD
+	one    *sync.Mutex
+	origin atomic.Pointer[origin] // what the process said of its packets
+}
+
+// origin is what an AEADOrigin notification said of the packets an AEAD
+// protects: its connection and direction, and the sequence number of
+// the packet whose GCM invocation counter is ctr.
+type origin struct {
+	conn uint64
+	dir  string
+	seq  uint32
+	ctr  uint64
 }
 
 // New makes an AEAD from an AEADNew request and replies AEADCreated.
@@ -76,7 +89,7 @@ func (s *AEADServer) New(p []byte) ([]byte, error) {
 		provider.Release(a)
 		return nil, err
 	}
-	s.watchFallback(a, id)
+	s.watchFallback(h, id)
 	created := &ipc.AEADCreated{Handle: id, Lanes: uint32(lanes)}
 	if pv, ok := provider.ProvenanceOf(a); ok {
 		created.Token, created.Serial, created.Slot = pv.Token, pv.Serial, uint32(pv.Slot)
@@ -85,21 +98,48 @@ func (s *AEADServer) New(p []byte) ([]byte, error) {
 }
 
 // watchFallback logs a fallback of AEAD id with the GCM invocation
-// counter of the packet it fell back on (the process's own line, from
-// its transport, names the connection when the fallback is its own; here
-// the monitor knows the process and the handle).
-func (s *AEADServer) watchFallback(a cipher.AEAD, id uint32) {
+// counter of the packet it fell back on and, once the process has said
+// which packets the AEAD protects (Origin), the connection, the
+// direction and the packet's sequence number, as the process's
+// transport names its own fallbacks.
+func (s *AEADServer) watchFallback(h *heldAEAD, id uint32) {
 	if s.Log == nil {
 		return
 	}
-	provider.OnFallback(a, func(nonce []byte, err error) {
-		var ctr uint64
-		if len(nonce) == 12 {
-			ctr = binary.BigEndian.Uint64(nonce[4:])
+	provider.OnFallback(h.a, func(nonce []byte, err error) {
+		ctr := gcmCounter(nonce)
+		var args []any
+		if o := h.origin.Load(); o != nil {
+			args = append(args, "conn", o.conn, "direction", o.dir, "seq", o.seq+uint32(ctr-o.ctr))
 		}
-		s.Log.Warn("monitor: token fallback: a post-auth process's packet cipher continues in Go with the same key",
-			"handle", id, "nonce_counter", ctr, "err", err)
+		args = append(args, "handle", id, "nonce_counter", ctr, "err", err)
+		s.Log.Warn("monitor: token fallback: a post-auth process's packet cipher continues in Go with the same key", args...)
 	})
+}
+
+// gcmCounter is the invocation counter of an SSH AES-GCM nonce (RFC
+// 5647: a 4-byte fixed field, then the counter); 0 for another size.
+func gcmCounter(nonce []byte) uint64 {
+	if len(nonce) != 12 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(nonce[4:])
+}
+
+// Origin records what an AEADOrigin notification says of the packets an
+// AEAD protects; the table has checked that its connection is the
+// process's. An AEAD already closed is no error: the notification may
+// cross its AEADClose.
+func (s *AEADServer) Origin(o *ipc.AEADOrigin) {
+	h := s.get(o.Handle)
+	if h == nil {
+		return
+	}
+	dir := "in"
+	if o.Out {
+		dir = "out"
+	}
+	h.origin.Store(&origin{conn: o.ConnID, dir: dir, seq: o.Seq, ctr: gcmCounter(o.Nonce)})
 }
 
 func (s *AEADServer) add(h *heldAEAD) (uint32, error) {
@@ -186,10 +226,19 @@ func release(h *heldAEAD) {
 	provider.Release(h.a)
 }
 
-// aeadNew, aeadCall and aeadClose serve a post-auth process's AEADs.
+// aeadNew, aeadCall, aeadOrigin and aeadClose serve a post-auth process's AEADs.
 func (m *Monitor) aeadNew(in *call) ([]byte, error) { return in.c.aeads.New(in.p) }
 
 func (m *Monitor) aeadCall(in *call) ([]byte, error) { return in.c.aeads.Call(in.t, in.p) }
+
+func (m *Monitor) aeadOrigin(in *call) ([]byte, error) {
+	o, err := ipc.ParseAEADOrigin(in.p)
+	if err != nil {
+		return nil, err
+	}
+	in.c.aeads.Origin(o)
+	return nil, nil
+}
 
 func (m *Monitor) aeadClose(in *call) ([]byte, error) {
 	in.c.aeads.Close(in.p)

@@ -24,6 +24,7 @@
 //	metrics       note     *                                *          -       -
 //	conn-done     note     kex,busy,auth,login,over,authed  handed     -       -
 //	aead-close    note     -                                *          -       -
+//	aead-origin   note     -                                handed     -       -
 //	sign          request  kex,auth,login                   handed     -       kex
 //	prove         request  auth,login,authed                handed     -       -
 //	begin-decide  request  auth                             -          -       -
@@ -42,7 +43,9 @@
 // identifier the monitor signed, and one hand-over once that login is
 // granted. A post-auth process has re-exchange signatures, host-key
 // proofs and login records for its connections and the AEADs the
-// configuration keeps on a token (Transport.Remote); a session keeper
+// configuration keeps on a token (Transport.Remote), with which packets
+// of its connections each protects (aead-origin, for the monitor's log
+// lines); a session keeper
 // only logs.
 //
 // A message of a type not in the table breaks the protocol: the child

@@ -153,6 +153,7 @@ func newTable() table {
 		ipc.TypeAEADNew:     {request: true, serve: (*Monitor).aeadNew, from: [numRoles]stages{rolePost: none}},
 		ipc.TypeAEADSeal:    {request: true, serve: (*Monitor).aeadCall, from: [numRoles]stages{rolePost: none}},
 		ipc.TypeAEADOpen:    {request: true, serve: (*Monitor).aeadCall, from: [numRoles]stages{rolePost: none}},
+		ipc.TypeAEADOrigin:  {serve: (*Monitor).aeadOrigin, from: [numRoles]stages{rolePost: of(stageHanded)}},
 	}
 }
 

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"crypto"
 	"fmt"
 	"log/slog"
 
@@ -25,22 +26,38 @@ func (p *Plan) Build(s Stage, peer *ipc.Peer, log *slog.Logger, metrics *provide
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := &transport.Config{
-		Registry: reg, Ciphers: p.Ciphers, MACs: p.MACs, KexAlgorithms: p.KexAlgorithms,
-		HostKeyAlgorithms: p.HostKeyAlgorithms, ServerSigAlgs: p.ServerSigAlgs, Version: p.Version,
-		RekeyBytes: p.RekeyBytes, RekeyInterval: p.RekeyInterval, KexTimeout: p.KexTimeout, Logger: log,
-		CipherSelection: p.CipherSelection, CipherScores: p.CipherScores, ModuliFile: p.ModuliFile,
-		Compression:   p.Compression,
-		HostBoundAuth: true, // the monitor's auth verifies host-bound requests
-	}
-	if cfg.HostCertificates, err = parseCerts(p.HostCertificates); err == nil {
-		cfg.HostPublicKeys, err = parseKeys(p.HostPublicKeys)
-	}
+	cfg, err := p.TransportConfig(reg, nil, log)
 	if err != nil {
 		reg.Close()
 		return nil, nil, err
 	}
 	return cfg, reg, nil
+}
+
+// TransportConfig is the one constructor of a transport.Config: p's
+// algorithm lists and transport settings, with the primitives from reg
+// (a child's, from Registry; the monitor's own in a server that runs in
+// one process) and the host keys hostKeys (the signers, in the process
+// that holds them) and p.HostPublicKeys (keys whose signatures the
+// monitor makes).
+func (p *Plan) TransportConfig(reg *provider.Registry, hostKeys []crypto.Signer, log *slog.Logger) (*transport.Config, error) {
+	cfg := &transport.Config{
+		Registry: reg, HostKeys: hostKeys,
+		Ciphers: p.Ciphers, MACs: p.MACs, KexAlgorithms: p.KexAlgorithms,
+		HostKeyAlgorithms: p.HostKeyAlgorithms, ServerSigAlgs: p.ServerSigAlgs, Version: p.Version,
+		RekeyBytes: p.RekeyBytes, RekeyInterval: p.RekeyInterval, KexTimeout: p.KexTimeout, Logger: log,
+		CipherSelection: p.CipherSelection, CipherScores: p.CipherScores, ModuliFile: p.ModuliFile,
+		Compression:   p.Compression,
+		HostBoundAuth: true, // the monitor's auth.Authority verifies host-bound requests
+	}
+	var err error
+	if cfg.HostCertificates, err = parseCerts(p.HostCertificates); err == nil {
+		cfg.HostPublicKeys, err = parseKeys(p.HostPublicKeys)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 func parseCerts(blobs [][]byte) ([]*ssh.Certificate, error) {

@@ -23,6 +23,15 @@
 // answers from then on; the process notices nothing. Should the monitor
 // go away without one, the connections go on until their next key
 // exchange, which then fails.
+//
+// # PAM keeper
+//
+// With UsePAM a user's post-auth process is the child of a small root
+// PAM keeper (sshd-session in ps; PAMKeeperMain, pamkeeper.go) that
+// opens the user's PAM session, starts this process, and closes the
+// session when it ends. A server that runs in one process gives each
+// connection a keeper too (OpenPAMKeeper, pamclient.go), which starts
+// the connection's programs as the server's children (spawn.go).
 package postauth
 
 import (
@@ -106,7 +115,7 @@ type process struct {
 	once    sync.Once
 
 	reporter *remote.Reporter    // nil without metrics
-	pamEnv   []string            // from the PAM session keeper, for every session
+	pamEnv   []string            // from the PAM keeper, for every session
 	pamUmask *fs.FileMode        // from the keeper when a session module set one
 	pamMsgs  string              // the session modules' texts (pam_motd), from the keeper
 	account  *connection.Account // resolved before a chroot, for every session
@@ -260,7 +269,7 @@ func (p *process) run(a *ipc.Adopt, nc net.Conn, log *slog.Logger) error {
 		cfg.Sessions = &recorder{peer: p.peer, id: a.ConnID}
 	}
 	signer := &remote.Signer{Peer: p.peer, ConnID: a.ConnID, Provenance: p.plan.HostKeyProvenance}
-	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log})
+	tc, err := p.tr.Resume(nc, st, &transport.ConnOptions{Signer: signer, Logger: log, ID: a.ConnID})
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,7 @@ func (w *worker) run(id uint64, nc net.Conn, log *slog.Logger, slot *ipc.BusySlo
 		nc.SetDeadline(time.Now().Add(g))
 	}
 	signer := &remote.Signer{Peer: w.peer, ConnID: id, Provenance: w.plan.HostKeyProvenance, Busy: slot}
-	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: signer, Logger: log})
+	tc, err := w.tr.HandshakeWith(nc, &transport.ConnOptions{Signer: signer, Logger: log, ID: id})
 	if err != nil {
 		return outcomeOf(err, ipc.OutcomeNoAuth), err
 	}

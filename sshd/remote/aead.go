@@ -128,3 +128,11 @@ func (a *aead) call(t ipc.Type, nonce, ad, data []byte) ([]byte, error) {
 func (a *aead) Close() error {
 	return a.peer.Notify(ipc.TypeAEADClose, (&ipc.AEADHandle{Handle: a.handle}).Marshal())
 }
+
+// NoteOrigin tells the monitor which packets the AEAD protects
+// (transport.OriginNoter). It is a notification: when it cannot be sent,
+// the connection goes on and only the monitor's lines lack the origin.
+func (a *aead) NoteOrigin(conn uint64, direction string, seq uint32, nonce []byte) {
+	m := &ipc.AEADOrigin{ConnID: conn, Handle: a.handle, Out: direction == "out", Seq: seq, Nonce: nonce}
+	a.peer.Notify(ipc.TypeAEADOrigin, m.Marshal())
+}

@@ -37,6 +37,7 @@ type Conn struct {
 	nc     net.Conn
 	signer HostKeySigner
 	log    *slog.Logger    // the connection's lines (ConnOptions.Logger, or the Server's with "remote")
+	id     uint64          // ConnOptions.ID
 	magic  handshakeMagics // vC, vS (iC and iS are per exchange)
 
 	sessionID []byte
@@ -117,6 +118,9 @@ func newConn(s *Server, nc net.Conn, o *ConnOptions) (*Conn, error) {
 		rd: newPacketReader(nc),
 		wr: newPacketWriter(nc, seed),
 		qa: newQuickAcker(nc),
+	}
+	if o != nil {
+		c.id = o.ID
 	}
 	if o != nil && o.Logger != nil {
 		c.log = o.Logger

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"errors"
@@ -86,5 +87,61 @@ func TestTokenFallbackNamesThePacket(t *testing.T) {
 	from, _ := strconv.Atoi(kex[1])
 	if seq, _ := strconv.Atoi(fell[1]); seq != from+1 {
 		t.Errorf("fallback at seq %d, want %d (the second packet from seq_out=%d):\n%s", seq, from+1, from, logs.String())
+	}
+}
+
+// notingGCM records what the transport tells it of its packets, as an
+// AEAD served through the monitor does (OriginNoter).
+type notingGCM struct {
+	cipher.AEAD
+	conn  uint64
+	dir   string
+	seq   uint32
+	nonce []byte
+}
+
+func (n *notingGCM) NoteOrigin(conn uint64, dir string, seq uint32, nonce []byte) {
+	n.conn, n.dir, n.seq, n.nonce = conn, dir, seq, nonce
+}
+
+type notingProvider struct{ made *notingGCM }
+
+func (*notingProvider) Name() string        { return "noting" }
+func (*notingProvider) Kind() provider.Kind { return provider.KindHardware }
+func (*notingProvider) Close() error        { return nil }
+func (*notingProvider) Capabilities() []provider.Capability {
+	return []provider.Capability{{Algorithm: "aes128-gcm", Ops: provider.OpSeal | provider.OpOpen}}
+}
+func (p *notingProvider) NewAEAD(_ *provider.Algorithm, key []byte) (cipher.AEAD, error) {
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cipher.NewGCM(b)
+	p.made = &notingGCM{AEAD: a}
+	return p.made, err
+}
+
+// TestOriginNoted: an AEAD served in another process is told, through
+// the registry's wrapper, the connection, the direction, and the
+// sequence number and nonce of the first packet under its keys.
+func TestOriginNoted(t *testing.T) {
+	np := &notingProvider{}
+	reg := provider.New(provider.Config{})
+	if err := reg.Register(np); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	a, err := reg.AEAD("aes128-gcm", make([]byte, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gcmCipher{aead: a}
+	g.nonce[11] = 7
+	c := &Conn{id: 9, log: slog.New(slog.DiscardHandler)}
+	c.watchFallback(g, "out", 41)
+	n := np.made
+	if n.conn != 9 || n.dir != "out" || n.seq != 41 || !bytes.Equal(n.nonce, g.nonce[:]) {
+		t.Fatalf("noted conn %d, direction %q, seq %d, nonce %x; want 9, out, 41, %x", n.conn, n.dir, n.seq, n.nonce, g.nonce)
 	}
 }

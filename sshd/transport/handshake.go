@@ -21,6 +21,11 @@ type ConnOptions struct {
 	// connection's id and remote address; nil means the Server's, with
 	// the remote address.
 	Logger *slog.Logger
+	// ID is the connection's id in the logs (the Logger's "conn"). An
+	// AEAD served in another process (through the monitor) is told it
+	// with the packets the AEAD protects, so that that process's lines
+	// (a token fallback) name the connection and the packet too.
+	ID uint64
 }
 
 // Handshake runs the version exchange and the first key exchange on nc

@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"crypto/cipher"
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"github.com/offload/offload/provider"
@@ -74,6 +76,33 @@ func (c *Conn) watchFallback(pc packetCipher, dir string, from uint32) {
 		c.log.Warn("transport: token fallback: the packet cipher continues in Go with the same key",
 			"direction", dir, "seq", seq, "err", err)
 	})
+	noteOrigin(g.aead, c.id, dir, from, g.nonce[:])
+}
+
+// OriginNoter is implemented by an AEAD served in another process (a
+// post-auth process's AEAD on a token, served by the monitor): it is
+// told which packets it protects — the connection, the direction ("in"
+// or "out"), and the sequence number of the packet sealed or opened
+// under nonce, the nonce of the first packet under these keys — so that
+// the lines of the process that serves it (a token fallback) name the
+// connection and the packet, as this process's lines do.
+type OriginNoter interface {
+	NoteOrigin(conn uint64, direction string, seq uint32, nonce []byte)
+}
+
+// noteOrigin tells a (possibly wrapped) AEAD its origin, when it takes it.
+func noteOrigin(a cipher.AEAD, conn uint64, dir string, seq uint32, nonce []byte) {
+	for a != nil {
+		if n, ok := a.(OriginNoter); ok {
+			n.NoteOrigin(conn, dir, seq, slices.Clone(nonce))
+			return
+		}
+		u, ok := a.(interface{ Unwrap() cipher.AEAD })
+		if !ok {
+			return
+		}
+		a = u.Unwrap()
+	}
 }
 
 func cipherName(k keyed) string {

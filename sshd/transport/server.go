@@ -75,8 +75,8 @@ type Config struct {
 	// RekeyBytes, when positive, caps the bytes sent or received under one
 	// set of keys; the cipher's RFC 4344 limit applies otherwise.
 	RekeyBytes uint64
-	// RekeyInterval is the time between key exchanges; 0 means one hour,
-	// negative means never.
+	// RekeyInterval is the time between key exchanges; 0 means
+	// DefaultRekeyInterval, negative means never.
 	RekeyInterval time.Duration
 	// KexTimeout bounds a key re-exchange: a peer that has not finished
 	// one that long after our KEXINIT is disconnected (0: DefaultKexTimeout).
@@ -101,8 +101,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultKexTimeout is the default Config.KexTimeout.
-const DefaultKexTimeout = 5 * time.Minute
+// Defaults of Config.
+const (
+	DefaultKexTimeout    = 5 * time.Minute
+	DefaultRekeyInterval = time.Hour
+)
 
 // Server holds the checked configuration shared by connections.
 type Server struct {
@@ -186,7 +189,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		s.kexT = DefaultKexTimeout
 	}
 	if s.rekeyT == 0 {
-		s.rekeyT = time.Hour
+		s.rekeyT = DefaultRekeyInterval
 	}
 	if cfg.PipelineDepth < 0 {
 		return nil, fmt.Errorf("transport: PipelineDepth %d: want 0 (by the AEAD's lanes), 1 (off) or more", cfg.PipelineDepth)

@@ -79,7 +79,7 @@ func probeSession(srv *harness.Server) error {
 	return err
 }
 
-// noConnectionLayer recognises the stub of sshd/session.go that refuses
+// noConnectionLayer recognises a server without the connection layer, which refuses
 // every login with SERVICE_NOT_AVAILABLE.
 func noConnectionLayer(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "connection layer not available") ||
@@ -99,7 +99,7 @@ func (e *env) stopStream() {
 func (e *env) needConnection(t *testing.T) {
 	t.Helper()
 	if e.stream == nil {
-		t.Skip("needs the connection layer (sshd/session.go is still the stub)")
+		t.Skip("needs the connection layer")
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // PAM sessions. pam_open_session must run in the process whose limits,
 // audit login uid and session the user's processes inherit, as root, and
 // pam_close_session as root once they are gone. So with UsePAM a user's
-// post-auth process is two: a small root session keeper (this file) that
+// post-auth process is two: a small root PAM keeper (this file) that
 // opens the PAM session and starts the post-auth process proper, which
 // drops to the user as usual, then closes the session when it ends.
 
@@ -40,15 +40,16 @@ const maxPAMMessages = 32 << 10
 // session modules that would ask are answered with nothing).
 const keeperTimeout = 30 * time.Second
 
-// SessionMain runs a PAM session keeper: on the monitor's control socket
-// (fd 3) it reads the session's settings; fd 4 is the post-auth process's
-// socket, which it passes on. For an in-process server (PAMSession.Spawn)
-// it starts the connection's session programs instead (spawn.go). It
+// PAMKeeperMain runs a PAM keeper (sshd-session in ps): on the
+// monitor's control socket (fd 3) it reads the session's settings; fd 4
+// is the post-auth process's socket, which it passes on. For an
+// in-process server (PAMSession.Spawn, pamclient.go) it starts the
+// connection's programs instead (spawn.go). It
 // must run on the process's main thread (pam_loginuid writes
 // /proc/self/loginuid, which only the main thread may, and a child
 // inherits the audit login uid of the thread that forks it): the program
 // locks its main goroutine to it, and RunChild calls this from main.
-func SessionMain() int {
+func PAMKeeperMain() int {
 	child, err := ipc.OpenChild()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "offload sshd session:", err)

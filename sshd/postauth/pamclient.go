@@ -1,4 +1,4 @@
-package sshd
+package postauth
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -18,22 +17,21 @@ import (
 	"github.com/offload/offload/sshd/pam"
 )
 
-// PAM sessions of the in-process mode. The session modules change the
-// process that opens the session (pam_limits its limits, pam_loginuid its
-// audit login uid, pam_systemd its cgroup), which must not be this
-// server's. So, as in the separated mode, a root session keeper (the
-// program re-executed with RunChild's session role: a program of this
-// mode that uses UsePAM calls RunChild first thing in main too) opens the
-// session, once per connection before its first program; it then starts
-// each of the connection's programs as this process's child
-// (postauth/spawn.go), and closes the session when the connection ends.
+// The in-process server's side of a PAM keeper. The session modules
+// change the process that opens the session (pam_limits its limits,
+// pam_loginuid its audit login uid, pam_systemd its cgroup), which must
+// not be the server's. So, as in the separated mode, a root keeper (the
+// program re-executed with RunChild's session role, PAMKeeperMain) opens
+// the session, once per connection before its first program; it then
+// starts each of the connection's programs as the server's child
+// (spawn.go), and closes the session when the connection ends.
 
-// keeperTimeout bounds the keeper's start, each program start, and its
-// end (each PAM call in it has its own 30 s bound).
-const keeperTimeout = 40 * time.Second
+// keeperWait bounds the keeper's start, each program start, and its end
+// (each PAM call in it has its own keeperTimeout).
+const keeperWait = 40 * time.Second
 
-// sessionKeeper is this side of a connection's keeper.
-type sessionKeeper struct {
+// pamKeeper is the server's side of a connection's PAM keeper.
+type pamKeeper struct {
 	cmd    *exec.Cmd
 	peer   *ipc.Peer
 	log    *slog.Logger
@@ -41,46 +39,27 @@ type sessionKeeper struct {
 	opened chan *ipc.SessionOpened
 }
 
-// processSessions returns cc with its programs run in the login's PAM
-// session, or cc when there is none: UsePAM no; not root (a keeper must
-// be root to start programs as the user); or a program that does not call
-// RunChild, which cannot be started again as a keeper (it then runs
-// PAM's auth and account stacks only, and says so).
-func processSessions(cc *connection.Config, l *login, remote net.Addr, log *slog.Logger) *connection.Config {
-	pc := l.PAMSession()
-	if pc == nil || os.Geteuid() != 0 {
-		return cc
-	}
-	if !childRunner.Load() {
-		log.Warn("sshd: UsePAM: no PAM session (pam_env, pam_limits, pam_loginuid): the program does not call sshd.RunChild, which runs its session keeper")
-		return cc
-	}
-	c := *cc
-	c.OpenProcessSession = func(user string) (*connection.ProcessSession, error) {
-		return openSessionKeeper(*pc, user, addrPort(remote).Addr().String(), log)
-	}
-	return &c
-}
-
-// openSessionKeeper starts the keeper and waits until it has opened the
-// session.
-func openSessionKeeper(pc pam.Config, user, rhost string, log *slog.Logger) (*connection.ProcessSession, error) {
+// OpenPAMKeeper starts the PAM keeper of an in-process server's
+// connection of user from rhost, and waits until it has opened the PAM
+// session; the connection layer runs the connection's programs in it.
+// The server must be root, and its program must call sshd.RunChild.
+func OpenPAMKeeper(pc pam.Config, user, rhost string, log *slog.Logger) (*connection.ProcessSession, error) {
 	parent, sock, err := ipc.Pair()
 	if err != nil {
-		return nil, fmt.Errorf("sshd: PAM session: %w", err)
+		return nil, fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
 	defer sock.Close()
-	k := &sessionKeeper{log: log, name: "offload-sshd: " + user + " [session]", opened: make(chan *ipc.SessionOpened, 1)}
+	k := &pamKeeper{log: log, name: "offload-sshd: " + user + " [session]", opened: make(chan *ipc.SessionOpened, 1)}
 	k.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{k.name}, Dir: "/", ExtraFiles: []*os.File{sock},
 		Env: []string{ipc.RoleEnv + "=" + ipc.RoleSession}, Stderr: os.Stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if err := k.cmd.Start(); err != nil {
 		parent.Close()
-		return nil, fmt.Errorf("sshd: PAM session: starting the keeper: %w", err)
+		return nil, fmt.Errorf("post-auth: PAM keeper: starting the keeper: %w", err)
 	}
 	if k.peer, err = ipc.NewPeer(parent, k.handle); err != nil {
 		k.cmd.Process.Kill()
 		k.cmd.Wait()
-		return nil, fmt.Errorf("sshd: PAM session: %w", err)
+		return nil, fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
 	go k.peer.Run()
 	cfg := &ipc.ChildConfig{User: user, PAM: &ipc.PAMSession{Service: pc.Service, ConfDir: pc.ConfDir, RemoteHost: rhost, Spawn: true}}
@@ -97,28 +76,28 @@ func openSessionKeeper(pc pam.Config, user, rhost string, log *slog.Logger) (*co
 
 // waitOpened sends the keeper its settings and waits for its
 // SessionOpened.
-func (k *sessionKeeper) waitOpened(cfg *ipc.ChildConfig) (*ipc.SessionOpened, error) {
+func (k *pamKeeper) waitOpened(cfg *ipc.ChildConfig) (*ipc.SessionOpened, error) {
 	b, err := cfg.Marshal()
 	if err == nil {
 		err = k.peer.Notify(ipc.TypeConfig, b)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sshd: PAM session: %w", err)
+		return nil, fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
-	t := time.NewTimer(keeperTimeout)
+	t := time.NewTimer(keeperWait)
 	defer t.Stop()
 	select {
 	case o := <-k.opened:
 		return o, nil
 	case <-k.peer.Done():
-		return nil, errors.New("sshd: PAM session: not opened (the keeper ended; see its log line)")
+		return nil, errors.New("post-auth: PAM keeper: not opened (the keeper ended; see its log line)")
 	case <-t.C:
-		return nil, fmt.Errorf("sshd: PAM session: not opened within %v", keeperTimeout)
+		return nil, fmt.Errorf("post-auth: PAM keeper: not opened within %v", keeperWait)
 	}
 }
 
 // handle relays the keeper's log lines and takes its SessionOpened.
-func (k *sessionKeeper) handle(m *ipc.Message) {
+func (k *pamKeeper) handle(m *ipc.Message) {
 	for _, f := range m.Files {
 		f.Close()
 	}
@@ -130,7 +109,7 @@ func (k *sessionKeeper) handle(m *ipc.Message) {
 	case ipc.TypeSessionOpened:
 		o, err := ipc.ParseSessionOpened(m.Payload)
 		if err != nil {
-			k.log.Warn("sshd: PAM session keeper: bad message", "err", err)
+			k.log.Warn("post-auth: PAM keeper: bad message", "err", err)
 			k.peer.Close()
 			return
 		}
@@ -142,7 +121,7 @@ func (k *sessionKeeper) handle(m *ipc.Message) {
 }
 
 // session is the connection layer's view of the open session.
-func (k *sessionKeeper) session(o *ipc.SessionOpened) *connection.ProcessSession {
+func (k *pamKeeper) session(o *ipc.SessionOpened) *connection.ProcessSession {
 	ps := &connection.ProcessSession{Env: o.Env, Messages: o.Messages, Start: k.start, Close: k.close}
 	if o.Umask >= 0 {
 		m := fs.FileMode(o.Umask)
@@ -152,30 +131,30 @@ func (k *sessionKeeper) session(o *ipc.SessionOpened) *connection.ProcessSession
 }
 
 // start has the keeper start c, as this process's child.
-func (k *sessionKeeper) start(c *exec.Cmd, umask fs.FileMode) error {
+func (k *pamKeeper) start(c *exec.Cmd, umask fs.FileMode) error {
 	files, cleanup, err := streams(c)
 	if err != nil {
-		return fmt.Errorf("sshd: PAM session: %w", err)
+		return fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
 	defer cleanup()
 	sp := spawnOf(c, umask)
 	payload, err := sp.Marshal()
 	if err != nil {
-		return fmt.Errorf("sshd: PAM session: %w", err)
+		return fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), keeperTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), keeperWait)
 	defer cancel()
 	reply, err := k.peer.Call(ctx, ipc.TypeSpawn, payload, files...)
 	if err != nil {
-		return fmt.Errorf("sshd: PAM session: starting %s: %w", c.Path, err)
+		return fmt.Errorf("post-auth: PAM keeper: starting %s: %w", c.Path, err)
 	}
 	r, err := ipc.ParseSpawnReply(reply)
 	if err != nil {
-		return fmt.Errorf("sshd: PAM session: %w", err)
+		return fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
 	p, err := os.FindProcess(int(r.PID)) // our child: c.Wait reaps it
 	if err != nil {
-		return fmt.Errorf("sshd: PAM session: %w", err)
+		return fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
 	c.Process = p
 	return nil
@@ -237,14 +216,14 @@ func streams(c *exec.Cmd) ([]*os.File, func(), error) {
 
 // close tells the keeper the connection has ended (it closes the
 // session) and waits for it.
-func (k *sessionKeeper) close() {
+func (k *pamKeeper) close() {
 	k.peer.Close()
 	done := make(chan struct{})
 	go func() { k.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(keeperTimeout):
-		k.log.Warn("sshd: PAM session keeper did not end; killing it", "proc", k.name)
+	case <-time.After(keeperWait):
+		k.log.Warn("post-auth: PAM keeper did not end; killing it", "proc", k.name)
 		k.cmd.Process.Kill()
 		<-done
 	}

@@ -1,7 +1,8 @@
-package sshd
+package login
 
 import (
 	"fmt"
+	"log/slog"
 	"os/user"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // checks the directory and, since the login shell lives inside it, turns
 // off auth's check that the shell exists on the host. A user the system
 // does not know keeps the unexpanded path: authentication fails anyway.
-func (l *login) applyChroot(user string, ac *auth.Config) (*auth.Config, error) {
+func (l *Login) applyChroot(user string, ac *auth.Config) (*auth.Config, error) {
 	dir := l.conn.ChrootDirectory
 	if dir == "" || strings.EqualFold(dir, "none") {
 		if dir != "" {
@@ -35,8 +36,8 @@ func (l *login) applyChroot(user string, ac *auth.Config) (*auth.Config, error) 
 		return ac, nil
 	}
 	if err := sandbox.CheckChroot(expanded); err != nil {
-		l.cfg.log.Error("sshd: ChrootDirectory refused", "user", user, "dir", expanded, "err", err)
-		return nil, fmt.Errorf("sshd: ChrootDirectory for %s: %w", user, err)
+		l.logger().Error("login: ChrootDirectory refused", "user", user, "dir", expanded, "err", err)
+		return nil, fmt.Errorf("login: ChrootDirectory for %s: %w", user, err)
 	}
 	c := *l.conn
 	c.ChrootDirectory = expanded
@@ -69,8 +70,16 @@ func expandChroot(dir, name string) (string, error) {
 		case '%':
 			b.WriteByte('%')
 		default:
-			return "", fmt.Errorf("sshd: ChrootDirectory %q: unknown token %%%c", dir, dir[i])
+			return "", fmt.Errorf("login: ChrootDirectory %q: unknown token %%%c", dir, dir[i])
 		}
 	}
 	return b.String(), nil
+}
+
+// logger is Config.Logger, or one that discards.
+func (l *Login) logger() *slog.Logger {
+	if l.cfg.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.cfg.Logger
 }

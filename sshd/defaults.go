@@ -1,21 +1,12 @@
 package sshd
 
 import (
-	"context"
 	"os"
 	"os/user"
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
-	"github.com/offload/offload/sshd/perm"
-	"github.com/offload/offload/sshd/transport"
 )
-
-// serveConnection runs the connection protocol for an authenticated user.
-func serveConnection(ctx context.Context, tc *transport.Conn, p *perm.Permissions, cfg *connection.Config) error {
-	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
-	return connection.Serve(ctx, tc, p, connection.ForClient(cfg, tc.ClientVersion()))
-}
 
 // authDefaults is cfg (or the defaults) logging to the server's logger
 // unless it has its own, with OnlyUser set to the running user when the
@@ -42,8 +33,9 @@ func (s *settings) authDefaults(cfg *auth.Config) *auth.Config {
 	return &a
 }
 
-// connConfig is cfg (or the defaults) logging to log unless it has a
-// logger of its own.
+// connDefaults is cfg (or the defaults) logging to the server's logger
+// unless it has its own, with the login records of a root in-process
+// server.
 func (s *settings) connDefaults(cfg *connection.Config) *connection.Config {
 	var c connection.Config
 	if cfg != nil {

@@ -1,8 +1,22 @@
-package sshd
+// Package login is one connection's login: once the user of its first
+// authentication request is known, it fixes the connection's settings
+// (the server's, or what Config.PerConnection says for that user and
+// the connection's endpoints: sshd_config's Match), checks and expands
+// its ChrootDirectory, and authenticates with an auth.Authority under
+// those settings.
+//
+// # Where it runs
+//
+// A Login is the monitor's monitor.Login in the separated mode (the
+// pre-auth worker asks, the monitor decides) and the auth.Authority of
+// the in-process mode. Either way it runs in the process that holds the
+// configuration and the account decisions.
+package login
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 
@@ -26,13 +40,26 @@ type ConnSettings struct {
 	Conn *connection.Config
 }
 
-// login is a connection's authentication: once Begin knows the user it
+// Config is what the logins of a server share.
+type Config struct {
+	// Auth and Conn are the server's settings.
+	Auth *auth.Config
+	Conn *connection.Config
+	// PerConnection, when set, is asked for the settings of each
+	// connection once the user of its first authentication request is
+	// known; a nil field of its answer keeps the server's. An error
+	// refuses the connection (ErrRefuseConnection: by configuration).
+	PerConnection func(ConnInfo) (*ConnSettings, error)
+	// Logger receives the refusals of a ChrootDirectory.
+	Logger *slog.Logger
+}
+
+// Login is a connection's authentication: once Begin knows the user it
 // fixes the connection's settings (Config.PerConnection) and runs the
-// in-process auth.Authority with them. It is the monitor's Login in the
-// separated mode and the Authority of the in-process mode.
-type login struct {
+// in-process auth.Authority with them.
+type Login struct {
 	auth          *auth.Config // the settings Begin chose
-	cfg           *settings
+	cfg           *Config
 	sessionID     []byte
 	hostKey       []byte // that signed the first key exchange
 	local, remote net.Addr
@@ -44,15 +71,17 @@ type login struct {
 // ErrRefuseConnection is what Config.PerConnection wraps in its error to
 // refuse a connection by configuration (RefuseConnection): the login
 // ends, and the source gets the refuseconnection penalty.
-var ErrRefuseConnection = errors.New("sshd: connection refused by configuration")
+var ErrRefuseConnection = errors.New("login: connection refused by configuration")
 
-func newLogin(cfg *settings, sessionID, hostKey []byte, local, remote net.Addr) *login {
-	return &login{cfg: cfg, sessionID: sessionID, hostKey: hostKey, local: local, remote: remote, conn: cfg.Conn}
+// New is the login of the connection whose first key exchange has
+// sessionID and was signed by hostKey (its wire form).
+func New(cfg *Config, sessionID, hostKey []byte, local, remote net.Addr) *Login {
+	return &Login{cfg: cfg, sessionID: sessionID, hostKey: hostKey, local: local, remote: remote, conn: cfg.Conn}
 }
 
-var errLoginBegun = errors.New("sshd: authentication already begun")
+var errLoginBegun = errors.New("login: authentication already begun")
 
-func (l *login) Begin(ctx context.Context, user, service string) (string, error) {
+func (l *Login) Begin(ctx context.Context, user, service string) (string, error) {
 	if l.inner != nil {
 		return "", errLoginBegun
 	}
@@ -72,7 +101,7 @@ func (l *login) Begin(ctx context.Context, user, service string) (string, error)
 }
 
 // settingsFor evaluates Config.PerConnection for user.
-func (l *login) settingsFor(user string) (*auth.Config, error) {
+func (l *Login) settingsFor(user string) (*auth.Config, error) {
 	ac := l.cfg.Auth
 	if l.cfg.PerConnection == nil {
 		return ac, nil
@@ -83,34 +112,34 @@ func (l *login) settingsFor(user string) (*auth.Config, error) {
 		return nil, err
 	}
 	if cs != nil && cs.Auth != nil {
-		ac = l.cfg.authDefaults(cs.Auth)
+		ac = cs.Auth
 	}
 	if cs != nil && cs.Conn != nil {
-		l.conn = l.cfg.connDefaults(cs.Conn)
+		l.conn = cs.Conn
 	}
 	return ac, nil
 }
 
-func (l *login) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, error) {
+func (l *Login) Decide(ctx context.Context, req *auth.Request) (*auth.Decision, error) {
 	if l.inner == nil {
-		return nil, errors.New("sshd: Decide before Begin")
+		return nil, errors.New("login: Decide before Begin")
 	}
 	return l.inner.Decide(ctx, req)
 }
 
 // Respond passes keyboard-interactive responses to the in-process
 // Authority (auth.Responder).
-func (l *login) Respond(ctx context.Context, responses []string) (*auth.Decision, error) {
+func (l *Login) Respond(ctx context.Context, responses []string) (*auth.Decision, error) {
 	r, ok := l.inner.(auth.Responder)
 	if !ok {
-		return nil, errors.New("sshd: info response before a keyboard-interactive request")
+		return nil, errors.New("login: info response before a keyboard-interactive request")
 	}
 	return r.Respond(ctx, responses)
 }
 
 // Summary reports how the authentication went (auth.Summarizer), for the
 // per-source penalties.
-func (l *login) Summary() auth.Summary {
+func (l *Login) Summary() auth.Summary {
 	var sum auth.Summary
 	if s, ok := l.inner.(auth.Summarizer); ok {
 		sum = s.Summary()
@@ -121,7 +150,7 @@ func (l *login) Summary() auth.Summary {
 
 // Close ends what the in-process Authority holds (a PAM transaction, a
 // keyboard-interactive dialog).
-func (l *login) Close() error {
+func (l *Login) Close() error {
 	if c, ok := l.inner.(interface{ Close() error }); ok {
 		return c.Close()
 	}
@@ -130,7 +159,7 @@ func (l *login) Close() error {
 
 // PAMSession selects the PAM session of the user's processes: the PAM
 // service of the login's settings when UsePAM (monitor.PAMSessioner).
-func (l *login) PAMSession() *pam.Config {
+func (l *Login) PAMSession() *pam.Config {
 	if l.auth == nil || !l.auth.UsePAM || !pam.Available {
 		return nil
 	}
@@ -139,7 +168,7 @@ func (l *login) PAMSession() *pam.Config {
 }
 
 // Settings returns the connection layer's settings fixed by Begin.
-func (l *login) Settings() *connection.Config { return l.conn }
+func (l *Login) Settings() *connection.Config { return l.conn }
 
 func addrPort(a net.Addr) netip.AddrPort {
 	if a == nil {
