@@ -17,7 +17,7 @@ import (
 // encodeRequest is the inverse of parseUserAuthRequest for the methods
 // it decodes.
 func encodeRequest(r *Request) []byte {
-	b := wire.AppendString([]byte{wire.MsgUserAuthRequest}, r.nameSent()) // "user:style" as sent
+	b := wire.AppendString([]byte{wire.MsgUserAuthRequest}, r.NameSent()) // "user:style" as sent
 	b = wire.AppendString(wire.AppendString(b, r.Service), r.Method)
 	switch r.Method {
 	case "publickey":

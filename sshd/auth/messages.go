@@ -62,9 +62,7 @@ func parseUserAuthRequest(p []byte) (*Request, error) {
 		Service: r.string("service name", maxNameLen),
 		Method:  r.string("method name", maxNameLen),
 	}
-	if u, style, ok := strings.Cut(req.User, ":"); ok {
-		req.User, req.Style, req.styled = u, style, true
-	}
+	req.SetNameSent(req.User)
 	switch req.Method {
 	case "publickey":
 		req.parsePublicKey(r)
@@ -186,22 +184,33 @@ func appendPKOK(b []byte, algo string, blob []byte) []byte {
 	return wire.AppendBytes(b, blob)
 }
 
-// signedData is what a publickey signature covers (RFC 4252 §7); for
-// publickey-hostbound-v00@openssh.com the method name is its own and the
-// server host key follows the key.
-// nameSent is the user name as the client sent it, style included.
-func (req *Request) nameSent() string {
+// NameSent is the user name as the client sent it, style included: what
+// a publickey signature covers.
+func (req *Request) NameSent() string {
 	if !req.styled {
 		return req.User
 	}
 	return req.User + ":" + req.Style
 }
 
+// SetNameSent sets User and Style from a user name as a client sends it
+// ("alice:style"); a process that passes a request on passes NameSent.
+func (req *Request) SetNameSent(name string) {
+	req.User, req.Style, req.styled = name, "", false
+	if u, style, ok := strings.Cut(name, ":"); ok {
+		req.User, req.Style, req.styled = u, style, true
+	}
+}
+
+// signedData is what a publickey signature covers (RFC 4252 §7); for
+// publickey-hostbound-v00@openssh.com the method name is its own and the
+// server host key follows the key.
+
 func signedData(sessionID []byte, req *Request) []byte {
 	b := make([]byte, 0, 128+len(sessionID)+len(req.User)+len(req.KeyBlob)+len(req.HostKey))
 	b = wire.AppendBytes(b, sessionID)
 	b = append(b, wire.MsgUserAuthRequest)
-	b = wire.AppendString(b, req.nameSent())
+	b = wire.AppendString(b, req.NameSent())
 	b = wire.AppendString(b, req.Service)
 	if req.Method != methodHostBound {
 		b = wire.AppendString(b, methodPublicKey)

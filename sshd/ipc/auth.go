@@ -21,13 +21,14 @@ const (
 // AuthRequest is one SSH_MSG_USERAUTH_REQUEST as the worker parsed it
 // (auth.Request's fields that the monitor decides on).
 type AuthRequest struct {
-	User, Service, Method string
-	Algo                  string // publickey
-	HasSig                bool   // publickey
-	KeyBlob, Sig          []byte // publickey
-	ChangePassword        bool   // password
-	Password              string // password; a secret: never logged
-	HostKey               []byte // publickey-hostbound-v00@openssh.com
+	User            string // as the client sent it: "alice:style" keeps its style
+	Service, Method string
+	Algo            string // publickey
+	HasSig          bool   // publickey
+	KeyBlob, Sig    []byte // publickey
+	ChangePassword  bool   // password
+	Password        string // password; a secret: never logged
+	HostKey         []byte // publickey-hostbound-v00@openssh.com
 }
 
 // DecideRequest carries one userauth request to the monitor.

@@ -149,11 +149,12 @@ func (m *Monitor) beginDecide(in *call) ([]byte, error) {
 	conn := in.conn
 	conn.lmu.Lock()
 	defer conn.lmu.Unlock()
-	banner, err := m.startLogin(conn, req.Req.User, req.Req.Service)
+	ar := authRequest(req.Req)
+	banner, err := m.startLogin(conn, ar.User, ar.Service)
 	if err != nil {
 		return nil, err
 	}
-	d, err := m.decideLocked(conn, authRequest(req.Req))
+	d, err := m.decideLocked(conn, ar)
 	if err != nil {
 		return nil, err
 	}
@@ -286,9 +287,13 @@ func (m *Monitor) handoff(in *call) ([]byte, error) {
 
 // authRequest is a worker's request as auth decides it. The password is
 // the same string, not a copy: the caller's clearing covers it.
+// The user name is as the client sent it, with its style: the signature
+// of a publickey request covers that.
 func authRequest(r *ipc.AuthRequest) *auth.Request {
-	return &auth.Request{User: r.User, Service: r.Service, Method: r.Method, Algo: r.Algo, HasSig: r.HasSig,
+	req := &auth.Request{Service: r.Service, Method: r.Method, Algo: r.Algo, HasSig: r.HasSig,
 		KeyBlob: r.KeyBlob, Sig: r.Sig, ChangePassword: r.ChangePassword, Password: r.Password, HostKey: r.HostKey}
+	req.SetNameSent(r.User)
+	return req
 }
 
 // marshalDecision encodes a decision for the worker. The permissions of

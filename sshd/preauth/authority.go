@@ -88,7 +88,7 @@ func (a *authority) call(ctx context.Context, t ipc.Type, payload []byte) ([]byt
 // authRequest is req as the monitor is asked about it. The password is
 // the same string, not a copy: the caller's clearing covers it.
 func authRequest(req *auth.Request) *ipc.AuthRequest {
-	return &ipc.AuthRequest{User: req.User, Service: req.Service, Method: req.Method, Algo: req.Algo,
+	return &ipc.AuthRequest{User: req.NameSent(), Service: req.Service, Method: req.Method, Algo: req.Algo,
 		HasSig: req.HasSig, KeyBlob: req.KeyBlob, Sig: req.Sig, ChangePassword: req.ChangePassword,
 		Password: req.Password, HostKey: req.HostKey}
 }

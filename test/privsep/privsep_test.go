@@ -520,3 +520,21 @@ func TestChrootDirectory(t *testing.T) {
 		t.Fatal("the unsafe chroot was not logged as OpenSSH logs it")
 	}
 }
+
+// TestStyledUserSeparated: "alice:style" (OpenSSH's BSD-auth style)
+// logs in with a key as alice, as with OpenSSH's sshd on Linux: the
+// worker passes the name as sent, so the monitor checks the signature
+// over what the client signed, style included.
+func TestStyledUserSeparated(t *testing.T) {
+	d := startDaemon(t, nil)
+	a := newAccount(t)
+	for _, name := range []string{a.Username + ":bsdauth", a.Username + ":"} {
+		cmd := exec.Command("ssh", "-p", d.port, "-i", a.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+			"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+			"-l", name, "127.0.0.1", "id -un")
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != a.Username {
+			t.Errorf("ssh -l %s: %q %v\n%s", name, out, err, d.log.String())
+		}
+	}
+}
