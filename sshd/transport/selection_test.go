@@ -110,8 +110,10 @@ func TestSteeredProvenance(t *testing.T) {
 		{[]string{"chacha20-poly1305@openssh.com"}, ""},
 	} {
 		var logs logBuffer
+		// x/crypto's client sends its KEXINIT first; the server waits for it
+		// as long as it takes (the 250 ms fallback is TestMeasuredSelectionServer's)
 		ts := newTestServer(t, &Config{CipherSelection: SelectionMeasured, CipherScores: scores,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))}, func(s *Server) { s.kexInitWait = time.Hour })
 		cfg := clientConfig("curve25519-sha256", "", "", "")
 		cfg.Ciphers = tc.ciphers
 		c, _ := ts.dial(t, cfg)
