@@ -46,8 +46,8 @@ func RunChild() {
 	case ipc.RolePostauth:
 		sandbox.SetName("sshd-user")
 		os.Exit(postauth.Main())
-	case ipc.RoleSession:
-		sandbox.SetName("sshd-session")
+	case ipc.RolePAMKeeper, ipc.RoleLegacyPAMKeeper:
+		sandbox.SetName("sshd-pam")
 		os.Exit(postauth.PAMKeeperMain())
 	}
 }

@@ -416,7 +416,7 @@ func withPAMKeeper(cc *connection.Config, l *login.Login, remote net.Addr, log *
 		return cc
 	}
 	c := *cc
-	c.OpenProcessSession = func(user string) (*connection.ProcessSession, error) {
+	c.OpenHeldPAMSession = func(user string) (*connection.HeldPAMSession, error) {
 		return postauth.OpenPAMKeeper(*pc, user, addrPort(remote).Addr().String(), log)
 	}
 	return &c

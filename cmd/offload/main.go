@@ -49,7 +49,7 @@ var commands = map[string]command{
 	"sftp-server": {cmdSFTPServer, "serve SFTP on stdin/stdout as sftp-server(8) (the internal-sftp helper)"},
 }
 
-// init keeps the main goroutine on the main thread: a PAM session keeper
+// init keeps the main goroutine on the main thread: a PAM keeper
 // (a child of offload sshd) opens the session there, because
 // pam_loginuid writes /proc/self/loginuid, which only the main thread
 // may, and it must start the user's process from that thread.

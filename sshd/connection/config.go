@@ -220,12 +220,12 @@ type Config struct {
 	// lastlog); nil writes none. Not serialised: a process that receives
 	// the settings sets its own.
 	Sessions SessionRecorder `json:"-"`
-	// OpenProcessSession, when set, opens the session the connection's
+	// OpenHeldPAMSession, when set, opens the session the connection's
 	// programs run in (an in-process server's PAM session): called once
 	// per connection, with the user's name, before its first session
 	// program or subsystem starts; a failure refuses that request and the
 	// later ones. The session is closed when the connection ends.
-	OpenProcessSession func(user string) (*ProcessSession, error) `json:"-"`
+	OpenHeldPAMSession func(user string) (*HeldPAMSession, error) `json:"-"`
 	// ChannelTimeouts close channels idle for their type's interval
 	// (ChannelTimeout).
 	ChannelTimeouts []ChannelTimeout

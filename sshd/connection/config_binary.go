@@ -14,7 +14,7 @@ import (
 // a fixed order; lists, maps and pointers preceded by whether they are
 // there at all, since nil differs from empty (a nil PermitOpen permits any
 // target, an empty one none; nil Subsystems is the default sftp). Logger,
-// Sessions and OpenProcessSession are not encoded: the receiving process
+// Sessions and OpenHeldPAMSession are not encoded: the receiving process
 // sets its own.
 
 // Bounds of a decoded Config.
@@ -50,7 +50,7 @@ func (c *Config) fields() *configFields {
 }
 
 // MarshalBinary encodes c's settings (not its Logger, Sessions or
-// OpenProcessSession).
+// OpenHeldPAMSession).
 func (c *Config) MarshalBinary() ([]byte, error) {
 	f := c.fields()
 	var b []byte
@@ -161,10 +161,10 @@ func appendTimeouts(b []byte, ts []ChannelTimeout) []byte {
 }
 
 // UnmarshalBinary decodes what MarshalBinary encoded into c, bounded;
-// trailing bytes are an error. Logger, Sessions and OpenProcessSession
+// trailing bytes are an error. Logger, Sessions and OpenHeldPAMSession
 // are left as they were.
 func (c *Config) UnmarshalBinary(p []byte) error {
-	n := Config{Logger: c.Logger, Sessions: c.Sessions, OpenProcessSession: c.OpenProcessSession}
+	n := Config{Logger: c.Logger, Sessions: c.Sessions, OpenHeldPAMSession: c.OpenHeldPAMSession}
 	r := wire.NewReader(p)
 	f := n.fields()
 	for _, v := range f.u32s {

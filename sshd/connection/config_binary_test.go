@@ -8,7 +8,7 @@ import (
 )
 
 // notEncoded are the Config fields MarshalBinary leaves out.
-var notEncoded = map[string]bool{"Logger": true, "Sessions": true, "OpenProcessSession": true}
+var notEncoded = map[string]bool{"Logger": true, "Sessions": true, "OpenHeldPAMSession": true}
 
 // fullConfig has every encoded field set, each to a value of its own: a
 // field added to Config but not to its binary form fails

@@ -44,7 +44,7 @@ type mux struct {
 	agent          agentState          // the forwarded agent's socket (agent.go)
 	authInfo       authInfoFile        // SSH_USER_AUTH (authinfo.go)
 	idleSince      atomic.Int64        // unix nanos the last channel closed; 0 while channels are open
-	procs          procSession         // Config.OpenProcessSession's, opened on first use
+	procs          procSession         // Config.OpenHeldPAMSession's, opened on first use
 	qosOnce        sync.Once           // IPQoS, set by the first session (qos.go)
 }
 
@@ -145,7 +145,7 @@ func (m *mux) finish(ctx context.Context, cancel context.CancelFunc, err error) 
 	m.authInfo.close()
 	m.ctl.close()
 	m.wg.Wait()
-	m.closeProcessSession()
+	m.closeHeldPAMSession()
 	switch {
 	case pe != nil:
 		return pe

@@ -20,9 +20,13 @@ const (
 
 // Roles.
 const (
-	RolePreauth  = "preauth"
-	RolePostauth = "postauth"
-	RoleSession  = "session" // the root PAM session keeper of a post-auth process
+	RolePreauth   = "preauth"
+	RolePostauth  = "postauth"
+	RolePAMKeeper = "pam-keeper" // the root PAM keeper of a post-auth process (UsePAM yes)
+	// RoleLegacyPAMKeeper is RolePAMKeeper as monitors before 2026-12-05
+	// named it: a child started by one still runs (an upgrade while the
+	// daemon runs).
+	RoleLegacyPAMKeeper = "session"
 )
 
 // configTimeout bounds the wait for the monitor's first message.

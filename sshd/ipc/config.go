@@ -12,7 +12,7 @@ import (
 // the plan it constructs its transport from, and its role's settings.
 type ChildConfig struct {
 	// Plan is the encoded plan (sshd/plan) the child builds its transport
-	// and registry from; empty for a session keeper.
+	// and registry from; empty for a PAM keeper.
 	Plan     []byte
 	LogLevel slog.Level
 	// Pre-auth workers.
@@ -31,7 +31,7 @@ type ChildConfig struct {
 	// LoginRecords says the monitor writes login records for the
 	// post-auth process's pty sessions.
 	LoginRecords bool
-	// PAM, for a session keeper (RoleSession), is the PAM session to
+	// PAM, for a PAM keeper (RolePAMKeeper), is the PAM session to
 	// open before it starts the post-auth process.
 	PAM *PAMSession
 	// Chroot, for a post-auth process, is the ChrootDirectory it confines

@@ -45,9 +45,9 @@ const (
 	TypeBeginDecide Type = 31 // DecideRequest of the first request: Begin, then Decide; the reply is a Decision (with the banner)
 	TypeAEADOrigin  Type = 34 // AEADOrigin notification
 
-	// An in-process server and its PAM session keeper (session.go).
-	TypeSessionOpened Type = 32 // SessionOpened notification, keeper to server
-	TypeSpawn         Type = 33 // Spawn and the program's stdin, stdout, stderr; the reply is a SpawnReply
+	// An in-process server and its PAM keeper (pamkeeper.go).
+	TypePAMSessionOpened Type = 32 // PAMSessionOpened notification, keeper to server
+	TypeSpawn            Type = 33 // Spawn and the program's stdin, stdout, stderr; the reply is a SpawnReply
 
 	// TypeReply answers a request (status, then payload or error text).
 	TypeReply Type = 0x7f
@@ -58,7 +58,7 @@ var typeNames = map[Type]string{
 	TypeSign: "sign", TypeDecide: "decide", TypeHandoff: "handoff",
 	TypeConnDone: "conn-done", TypeLog: "log", TypeReady: "ready", TypeMetrics: "metrics", TypeAEADNew: "aead-new", TypeAEADSeal: "aead-seal",
 	TypeAEADOpen: "aead-open", TypeAEADClose: "aead-close", TypeRespond: "respond", TypeLoginRecord: "login-record", TypeProve: "prove", TypeBeginDecide: "begin-decide", TypeReply: "reply",
-	TypeSessionOpened: "session-opened", TypeSpawn: "spawn", TypeAEADOrigin: "aead-origin",
+	TypePAMSessionOpened: "session-opened", TypeSpawn: "spawn", TypeAEADOrigin: "aead-origin",
 }
 
 func (t Type) String() string {

@@ -206,11 +206,11 @@ func FuzzProveRequest(f *testing.F) {
 }
 
 func TestSessionRoundTrip(t *testing.T) {
-	roundTrip(t, "SessionOpened", &SessionOpened{Env: []string{"A=1", "B=two"}, Umask: 0o027, Messages: "motd\n"},
-		(*SessionOpened).Marshal, ParseSessionOpened)
-	roundTrip(t, "SessionOpened", &SessionOpened{Umask: -1}, (*SessionOpened).Marshal, ParseSessionOpened)
+	roundTrip(t, "PAMSessionOpened", &PAMSessionOpened{Env: []string{"A=1", "B=two"}, Umask: 0o027, Messages: "motd\n"},
+		(*PAMSessionOpened).Marshal, ParsePAMSessionOpened)
+	roundTrip(t, "PAMSessionOpened", &PAMSessionOpened{Umask: -1}, (*PAMSessionOpened).Marshal, ParsePAMSessionOpened)
 	roundTrip(t, "SpawnReply", &SpawnReply{PID: 4242}, (*SpawnReply).Marshal, ParseSpawnReply)
-	if _, err := ParseSessionOpened((&SessionOpened{Umask: 0o1777}).Marshal()); err == nil {
+	if _, err := ParsePAMSessionOpened((&PAMSessionOpened{Umask: 0o1777}).Marshal()); err == nil {
 		t.Error("umask 01777 accepted")
 	}
 	if _, err := ParseSpawnReply((&SpawnReply{PID: -1}).Marshal()); err == nil {
@@ -218,8 +218,8 @@ func TestSessionRoundTrip(t *testing.T) {
 	}
 }
 
-func FuzzSessionOpened(f *testing.F) {
-	fuzzParse(f, &SessionOpened{Env: []string{"A=1"}, Umask: 0o22, Messages: "m"}, (*SessionOpened).Marshal, ParseSessionOpened)
+func FuzzPAMSessionOpened(f *testing.F) {
+	fuzzParse(f, &PAMSessionOpened{Env: []string{"A=1"}, Umask: 0o22, Messages: "m"}, (*PAMSessionOpened).Marshal, ParsePAMSessionOpened)
 }
 
 func FuzzSpawnReply(f *testing.F) {

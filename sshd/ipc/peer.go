@@ -319,7 +319,7 @@ func (p *Peer) send(t Type, id uint32, payload []byte, files []*os.File) error {
 			// Fd, not SyscallConn: Fd puts a descriptor the os package
 			// made non-blocking (an os.Pipe end) back in blocking mode,
 			// which a program's stdin, stdout and stderr must be when the
-			// receiver starts one with them (the PAM session keeper).
+			// receiver starts one with them (the PAM keeper).
 			fds[i] = int(f.Fd())
 		}
 		oob = syscall.UnixRights(fds...)

@@ -66,7 +66,7 @@ func TestCalls(t *testing.T) {
 
 // TestFilePassing: a descriptor sent with a message arrives, usable, and
 // an os.Pipe end arrives in blocking mode, as the stdio of a program the
-// receiver starts must be (the PAM session keeper starts the session's
+// receiver starts must be (the PAM keeper starts the session's
 // program with descriptors the post-auth process sends it).
 func TestFilePassing(t *testing.T) {
 	got := make(chan *Message, 1)

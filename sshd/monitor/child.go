@@ -55,7 +55,7 @@ type child struct {
 	ready     chan struct{}
 	aeads     *AEADServer      // post-auth: AEADs held for it
 	keeper    *ipc.ChildConfig // post-auth with a PAM session: the root keeper's settings
-	session   *ipc.Peer        // the PAM session keeper's socket (its log lines)
+	session   *ipc.Peer        // the PAM keeper's socket (its log lines)
 	identity  *ipc.Identity    // who it runs as; nil: the monitor's own
 	ending    bool             // guarded by m.mu: told to end, or ended
 	idle      *time.Timer
@@ -155,7 +155,7 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 	var ctl *os.File
 	role := c.role
 	if c.keeper != nil { // fd 3: the keeper's socket; fd 4: the post-auth process's
-		role = ipc.RoleSession // what the program runs first; the monitor talks to the post-auth process
+		role = ipc.RolePAMKeeper // what the program runs first; the monitor talks to the post-auth process
 		var kc *os.File
 		if ctl, kc, err = ipc.Pair(); err != nil {
 			parent.Close()
@@ -238,7 +238,7 @@ func (c *child) newBusyTable() (*os.File, error) {
 // reply to a request never made, a descriptor the monitor cannot
 // receive) is one the monitor can neither serve nor trust: it is killed,
 // and a worker is started again in its place. (A post-auth process's
-// channel ends when that process exits; its PAM session keeper, the
+// channel ends when that process exits; its PAM keeper, the
 // process the monitor started, lives on to close the session.)
 func (c *child) runPeer() {
 	err := c.peer.Run()
@@ -268,7 +268,7 @@ func hasExited(pid int) bool {
 	return err != nil || info.Signo != 0 // SIGCHLD: a child in that state was found
 }
 
-// startKeeper sends a PAM session keeper its settings on its own socket
+// startKeeper sends a PAM keeper its settings on its own socket
 // and relays its log lines.
 func (c *child) startKeeper(ctl *os.File) error {
 	p, err := ipc.NewPeer(ctl, c.keeperMessage)
@@ -371,7 +371,7 @@ func (c *child) handle(msg *ipc.Message) {
 	}
 }
 
-// keeperMessage takes a message from the child's PAM session keeper: the
+// keeperMessage takes a message from the child's PAM keeper: the
 // notifications the table allows a keeper are served (they cannot
 // fail); anything else is dropped (the keeper, root, outlives the
 // process it serves: it is not stopped).

@@ -24,7 +24,7 @@ import (
 // session id, the host key of its first exchange, its open login
 // records). The keeper signs re-exchanges, writes login records, relays
 // log lines, and ends when the last post-auth process has gone. The PAM
-// sessions are the post-auth processes' own root session keepers': they
+// sessions are the post-auth processes' own root PAM keepers': they
 // close them when their post-auth process ends, whoever the monitor is.
 
 // handoverVersion is the version of handoverState; a keeper is the same
@@ -62,7 +62,7 @@ type childState struct {
 	PID             int
 	Identity        *ipc.Identity
 	File            int // index of the process's socket in Handover.Files
-	Session         int // index of its PAM session keeper's socket, -1 for none
+	Session         int // index of its PAM keeper's socket, -1 for none
 	Conns           []connState
 }
 
@@ -172,7 +172,7 @@ func (m *Monitor) handoffsPending() bool {
 
 // detachPost detaches post-auth process p, or tells it to end when it
 // cannot be kept (no connection, or AEADs held here). It returns p's state
-// and its sockets: its own, then its PAM session keeper's if it has one.
+// and its sockets: its own, then its PAM keeper's if it has one.
 func (m *Monitor) detachPost(p *child) (*childState, []*os.File) {
 	<-p.started
 	m.mu.Lock()

@@ -22,11 +22,11 @@ type role uint8
 const (
 	roleWorker role = iota // a pre-auth worker (ipc.RolePreauth)
 	rolePost               // a post-auth process (ipc.RolePostauth)
-	roleKeeper             // a post-auth process's PAM session keeper (ipc.RoleSession)
+	roleKeeper             // a post-auth process's PAM keeper (ipc.RolePAMKeeper)
 	numRoles
 )
 
-var roleNames = [numRoles]string{ipc.RolePreauth, ipc.RolePostauth, ipc.RoleSession}
+var roleNames = [numRoles]string{ipc.RolePreauth, ipc.RolePostauth, ipc.RolePAMKeeper}
 
 func (r role) String() string { return roleNames[r] }
 
@@ -35,7 +35,7 @@ func roleOf(name string) role {
 	switch name {
 	case ipc.RolePreauth:
 		return roleWorker
-	case ipc.RoleSession:
+	case ipc.RolePAMKeeper:
 		return roleKeeper
 	}
 	return rolePost

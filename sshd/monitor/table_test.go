@@ -23,7 +23,7 @@ var stageLetters = map[stage]byte{stageNone: 'n', stageKex: 'k', stageBusy: 'b',
 
 // wantTable is the policy, written out apart from the table: for each
 // type, the stages in which a pre-auth worker, a post-auth process and
-// a PAM session keeper may send it ("n": it names no connection).
+// a PAM keeper may send it ("n": it names no connection).
 var wantTable = map[ipc.Type][numRoles]string{
 	ipc.TypeReady:       {"n", "n", "n"},
 	ipc.TypeLog:         {"n", "n", "n"},
@@ -186,7 +186,7 @@ func TestTableIsWhatChildrenSend(t *testing.T) {
 		for typ := range sentBy(t, filepath.Join("..", pkg)) {
 			// A keeper of an in-process server's connection tells that
 			// server (sshd/postauth/pamclient.go), never a monitor.
-			if typ == ipc.TypeSessionOpened && pkg == "postauth" {
+			if typ == ipc.TypePAMSessionOpened && pkg == "postauth" {
 				continue
 			}
 			sent[typ] = true
@@ -256,7 +256,7 @@ func typeConsts(t *testing.T) map[string]ipc.Type {
 		"TypeMetrics": ipc.TypeMetrics, "TypeAEADNew": ipc.TypeAEADNew, "TypeAEADSeal": ipc.TypeAEADSeal,
 		"TypeAEADOpen": ipc.TypeAEADOpen, "TypeAEADClose": ipc.TypeAEADClose, "TypeRespond": ipc.TypeRespond,
 		"TypeLoginRecord": ipc.TypeLoginRecord, "TypeProve": ipc.TypeProve, "TypeBeginDecide": ipc.TypeBeginDecide,
-		"TypeSessionOpened": ipc.TypeSessionOpened, "TypeSpawn": ipc.TypeSpawn, "TypeReply": ipc.TypeReply,
+		"TypePAMSessionOpened": ipc.TypePAMSessionOpened, "TypeSpawn": ipc.TypeSpawn, "TypeReply": ipc.TypeReply,
 		"TypeAEADOrigin": ipc.TypeAEADOrigin}
 	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "ipc", "messages.go"), nil, 0)
 	if err != nil {

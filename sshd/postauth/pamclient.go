@@ -36,22 +36,22 @@ type pamKeeper struct {
 	peer   *ipc.Peer
 	log    *slog.Logger
 	name   string
-	opened chan *ipc.SessionOpened
+	opened chan *ipc.PAMSessionOpened
 }
 
 // OpenPAMKeeper starts the PAM keeper of an in-process server's
 // connection of user from rhost, and waits until it has opened the PAM
 // session; the connection layer runs the connection's programs in it.
 // The server must be root, and its program must call sshd.RunChild.
-func OpenPAMKeeper(pc pam.Config, user, rhost string, log *slog.Logger) (*connection.ProcessSession, error) {
+func OpenPAMKeeper(pc pam.Config, user, rhost string, log *slog.Logger) (*connection.HeldPAMSession, error) {
 	parent, sock, err := ipc.Pair()
 	if err != nil {
 		return nil, fmt.Errorf("post-auth: PAM keeper: %w", err)
 	}
 	defer sock.Close()
-	k := &pamKeeper{log: log, name: "offload-sshd: " + user + " [session]", opened: make(chan *ipc.SessionOpened, 1)}
+	k := &pamKeeper{log: log, name: "offload-sshd: " + user + " [session]", opened: make(chan *ipc.PAMSessionOpened, 1)}
 	k.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{k.name}, Dir: "/", ExtraFiles: []*os.File{sock},
-		Env: []string{ipc.RoleEnv + "=" + ipc.RoleSession}, Stderr: os.Stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+		Env: []string{ipc.RoleEnv + "=" + ipc.RolePAMKeeper}, Stderr: os.Stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if err := k.cmd.Start(); err != nil {
 		parent.Close()
 		return nil, fmt.Errorf("post-auth: PAM keeper: starting the keeper: %w", err)
@@ -75,8 +75,8 @@ func OpenPAMKeeper(pc pam.Config, user, rhost string, log *slog.Logger) (*connec
 }
 
 // waitOpened sends the keeper its settings and waits for its
-// SessionOpened.
-func (k *pamKeeper) waitOpened(cfg *ipc.ChildConfig) (*ipc.SessionOpened, error) {
+// PAMSessionOpened.
+func (k *pamKeeper) waitOpened(cfg *ipc.ChildConfig) (*ipc.PAMSessionOpened, error) {
 	b, err := cfg.Marshal()
 	if err == nil {
 		err = k.peer.Notify(ipc.TypeConfig, b)
@@ -96,7 +96,7 @@ func (k *pamKeeper) waitOpened(cfg *ipc.ChildConfig) (*ipc.SessionOpened, error)
 	}
 }
 
-// handle relays the keeper's log lines and takes its SessionOpened.
+// handle relays the keeper's log lines and takes its PAMSessionOpened.
 func (k *pamKeeper) handle(m *ipc.Message) {
 	for _, f := range m.Files {
 		f.Close()
@@ -106,8 +106,8 @@ func (k *pamKeeper) handle(m *ipc.Message) {
 		if l, err := ipc.ParseLog(m.Payload); err == nil {
 			ipc.Relay(k.log, k.name, l)
 		}
-	case ipc.TypeSessionOpened:
-		o, err := ipc.ParseSessionOpened(m.Payload)
+	case ipc.TypePAMSessionOpened:
+		o, err := ipc.ParsePAMSessionOpened(m.Payload)
 		if err != nil {
 			k.log.Warn("post-auth: PAM keeper: bad message", "err", err)
 			k.peer.Close()
@@ -121,8 +121,8 @@ func (k *pamKeeper) handle(m *ipc.Message) {
 }
 
 // session is the connection layer's view of the open session.
-func (k *pamKeeper) session(o *ipc.SessionOpened) *connection.ProcessSession {
-	ps := &connection.ProcessSession{Env: o.Env, Messages: o.Messages, Start: k.start, Close: k.close}
+func (k *pamKeeper) session(o *ipc.PAMSessionOpened) *connection.HeldPAMSession {
+	ps := &connection.HeldPAMSession{Env: o.Env, Messages: o.Messages, Start: k.start, Close: k.close}
 	if o.Umask >= 0 {
 		m := fs.FileMode(o.Umask)
 		ps.Umask = &m

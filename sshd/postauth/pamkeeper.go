@@ -28,7 +28,7 @@ import (
 // session's environment, the file-creation mask a module set
 // (pam_umask), and the texts the modules showed (pam_motd's message of
 // the day), printed at interactive logins as OpenSSH's login messages.
-// It is an ipc.SessionOpened, as the in-process mode's keeper sends it,
+// It is an ipc.PAMSessionOpened, as the in-process mode's keeper sends it,
 // in base64 (an environment string holds no NUL).
 const pamVar = "OFFLOAD_SSHD_PAM_SESSION"
 
@@ -40,7 +40,7 @@ const maxPAMMessages = 32 << 10
 // session modules that would ask are answered with nothing).
 const keeperTimeout = 30 * time.Second
 
-// PAMKeeperMain runs a PAM keeper (sshd-session in ps): on the
+// PAMKeeperMain runs a PAM keeper (sshd-pam in ps): on the
 // monitor's control socket (fd 3) it reads the session's settings; fd 4
 // is the post-auth process's socket, which it passes on. For an
 // in-process server (PAMSession.Spawn, pamclient.go) it starts the
@@ -145,7 +145,7 @@ func keep(child *ipc.Child, cfg *ipc.ChildConfig) int {
 // runPostauth starts the post-auth process proper on fd 4, with what the
 // PAM session gave (pamVar), and waits for it. It runs on the main
 // thread, so the child inherits what the session set on it.
-func runPostauth(opened *ipc.SessionOpened, logf func(string, error)) int {
+func runPostauth(opened *ipc.PAMSessionOpened, logf func(string, error)) int {
 	env := []string{ipc.RoleEnv + "=" + ipc.RolePostauth, "PATH=/usr/local/bin:/usr/bin:/bin",
 		pamVar + "=" + base64.StdEncoding.EncodeToString(opened.Marshal())}
 	sock := os.NewFile(4, "post-auth")
@@ -176,7 +176,7 @@ func fromKeeper() ([]string, *fs.FileMode, string) {
 	if err != nil || len(b) == 0 {
 		return nil, nil, ""
 	}
-	o, err := ipc.ParseSessionOpened(b)
+	o, err := ipc.ParsePAMSessionOpened(b)
 	if err != nil {
 		return nil, nil, ""
 	}

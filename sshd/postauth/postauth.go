@@ -27,7 +27,7 @@
 // # PAM keeper
 //
 // With UsePAM a user's post-auth process is the child of a small root
-// PAM keeper (sshd-session in ps; PAMKeeperMain, pamkeeper.go) that
+// PAM keeper (sshd-pam in ps; PAMKeeperMain, pamkeeper.go) that
 // opens the user's PAM session, starts this process, and closes the
 // session when it ends. A server that runs in one process gives each
 // connection a keeper too (OpenPAMKeeper, pamclient.go), which starts

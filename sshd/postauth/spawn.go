@@ -13,7 +13,7 @@ import (
 // The keeper of an in-process server's connection (ipc.PAMSession.Spawn):
 // the server runs the connection in its own process, so the session's
 // programs cannot descend from a post-auth process. The keeper opens the
-// PAM session, tells the server what it gave (ipc.SessionOpened), then
+// PAM session, tells the server what it gave (ipc.PAMSessionOpened), then
 // starts each program the server asks for with CLONE_PARENT: the program
 // inherits the keeper's limits, audit login uid, cgroup and keyring, but
 // is the server's child, which reaps it and sees its exit status as it
@@ -23,7 +23,7 @@ import (
 // maxPendingSpawns bounds the requests waiting for the main thread.
 const maxPendingSpawns = 64
 
-var errSpawnBusy = errors.New("session keeper: too many programs starting at once")
+var errSpawnBusy = errors.New("post-auth: PAM keeper: too many programs starting at once")
 
 // keepSpawning runs the in-process server's keeper until the server
 // closes its socket.
@@ -47,7 +47,7 @@ func keepSpawning(child *ipc.Child, cfg *ipc.ChildConfig) int {
 		return 1
 	}
 	defer s.close(logf)
-	if err := child.Peer.Notify(ipc.TypeSessionOpened, s.opened().Marshal()); err != nil {
+	if err := child.Peer.Notify(ipc.TypePAMSessionOpened, s.opened().Marshal()); err != nil {
 		logf("PAM session: telling the server", err)
 		return 1
 	}
@@ -68,8 +68,8 @@ func keepSpawning(child *ipc.Child, cfg *ipc.ChildConfig) int {
 }
 
 // opened is what the session gives the server.
-func (s *pamSession) opened() *ipc.SessionOpened {
-	o := &ipc.SessionOpened{Umask: int32(s.umask), Messages: s.texts}
+func (s *pamSession) opened() *ipc.PAMSessionOpened {
+	o := &ipc.PAMSessionOpened{Umask: int32(s.umask), Messages: s.texts}
 	if env, err := s.h.Env(); err == nil {
 		for k, v := range env {
 			o.Env = append(o.Env, k+"="+v)
@@ -87,7 +87,7 @@ func spawn(m *ipc.Message) (int, error) {
 		return 0, err
 	}
 	if len(m.Files) != 3 {
-		return 0, fmt.Errorf("session keeper: %d descriptors, want stdin, stdout and stderr", len(m.Files))
+		return 0, fmt.Errorf("post-auth: PAM keeper: %d descriptors, want stdin, stdout and stderr", len(m.Files))
 	}
 	c := &exec.Cmd{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir,
 		Stdin: m.Files[0], Stdout: m.Files[1], Stderr: m.Files[2],

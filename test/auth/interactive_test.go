@@ -95,7 +95,7 @@ func TestKeyboardInteractivePAMWithOpenSSH(t *testing.T) {
 		t.Errorf("log:\n%s", logs)
 	}
 	// this test program does not call sshd.RunChild, so the in-process
-	// server cannot start a PAM session keeper: it says so and runs the
+	// server cannot start a PAM keeper: it says so and runs the
 	// session without one (never this binary started again)
 	if !strings.Contains(logs.String(), "does not call sshd.RunChild") {
 		t.Errorf("no warning that the PAM session is left out:\n%s", logs)

@@ -415,7 +415,7 @@ func wtmpSince(t *testing.T, off int64) []*loginrec.Entry {
 }
 
 // TestPAMSession: with UsePAM yes the user's processes run in a PAM
-// session opened as root before them, by a root session keeper: pam_env's
+// session opened as root before them, by a root PAM keeper: pam_env's
 // variables reach the session, pam_limits' limits apply, and
 // pam_loginuid gives the session the user's audit login uid.
 func TestPAMSession(t *testing.T) {
@@ -445,7 +445,7 @@ func TestPAMSession(t *testing.T) {
 	}
 	keepers := d.children("offload-sshd: " + a.Username)
 	if len(keepers) != 1 || firstField(status(keepers[0])["Uid"]) != "0" {
-		t.Fatalf("want one root session keeper for %s, have %v", a.Username, keepers)
+		t.Fatalf("want one root PAM keeper for %s, have %v", a.Username, keepers)
 	}
 }
 

@@ -6,12 +6,12 @@ import (
 	"sync"
 )
 
-// ProcessSession is a session that a connection's programs must run in
+// HeldPAMSession is a session that a connection's programs must run in
 // but this process must not hold: the PAM session of a server without
 // privilege separation, whose modules change the calling process (limits,
 // audit login uid, cgroup, keyring). A helper holds it and starts the
 // programs (Start), so that they inherit it.
-type ProcessSession struct {
+type HeldPAMSession struct {
 	// Env are NAME=value pairs for every program (pam_getenvlist),
 	// before Config.SetEnv.
 	Env []string
@@ -30,25 +30,25 @@ type ProcessSession struct {
 	Close func()
 }
 
-// procSession is a connection's ProcessSession, opened on first use.
+// procSession is a connection's HeldPAMSession, opened on first use.
 type procSession struct {
 	once sync.Once
-	ps   *ProcessSession
+	ps   *HeldPAMSession
 	err  error
 }
 
-// processSession opens the connection's ProcessSession the first time
-// (nil without Config.OpenProcessSession) and returns it.
-func (m *mux) processSession() (*ProcessSession, error) {
-	if m.cfg.OpenProcessSession == nil {
+// processSession opens the connection's HeldPAMSession the first time
+// (nil without Config.OpenHeldPAMSession) and returns it.
+func (m *mux) processSession() (*HeldPAMSession, error) {
+	if m.cfg.OpenHeldPAMSession == nil {
 		return nil, nil
 	}
-	m.procs.once.Do(func() { m.procs.ps, m.procs.err = m.cfg.OpenProcessSession(m.perm.User) })
+	m.procs.once.Do(func() { m.procs.ps, m.procs.err = m.cfg.OpenHeldPAMSession(m.perm.User) })
 	return m.procs.ps, m.procs.err
 }
 
-// closeProcessSession closes the session if one was opened.
-func (m *mux) closeProcessSession() {
+// closeHeldPAMSession closes the session if one was opened.
+func (m *mux) closeHeldPAMSession() {
 	m.procs.once.Do(func() {}) // none may open after this
 	if ps := m.procs.ps; ps != nil && ps.Close != nil {
 		ps.Close()

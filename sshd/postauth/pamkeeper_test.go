@@ -12,8 +12,8 @@ import (
 // TestFromKeeper: what a keeper passes in pamVar is what the post-auth
 // process gives its sessions; nothing, or something malformed, is none.
 func TestFromKeeper(t *testing.T) {
-	enc := func(o *ipc.SessionOpened) string { return base64.StdEncoding.EncodeToString(o.Marshal()) }
-	t.Setenv(pamVar, enc(&ipc.SessionOpened{Env: []string{"A=1", "LANG=C"}, Umask: 0o027, Messages: "motd\n"}))
+	enc := func(o *ipc.PAMSessionOpened) string { return base64.StdEncoding.EncodeToString(o.Marshal()) }
+	t.Setenv(pamVar, enc(&ipc.PAMSessionOpened{Env: []string{"A=1", "LANG=C"}, Umask: 0o027, Messages: "motd\n"}))
 	env, umask, msgs := fromKeeper()
 	if !reflect.DeepEqual(env, []string{"A=1", "LANG=C"}) || umask == nil || *umask != fs.FileMode(0o027) || msgs != "motd\n" {
 		t.Fatalf("got %q, %v, %q", env, umask, msgs)
@@ -21,7 +21,7 @@ func TestFromKeeper(t *testing.T) {
 	if cap(env) != len(env) {
 		t.Fatal("the environment is not clipped: connections would append into one array")
 	}
-	t.Setenv(pamVar, enc(&ipc.SessionOpened{Umask: -1}))
+	t.Setenv(pamVar, enc(&ipc.PAMSessionOpened{Umask: -1}))
 	if env, umask, msgs := fromKeeper(); env != nil || umask != nil || msgs != "" {
 		t.Fatalf("an empty session gave %q, %v, %q", env, umask, msgs)
 	}

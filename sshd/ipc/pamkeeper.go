@@ -7,29 +7,29 @@ import (
 )
 
 // Messages between an in-process server (no privilege separation) and the
-// PAM session keeper it starts for a connection: the keeper opens the PAM
-// session, says so with a SessionOpened, then starts each of the
+// PAM keeper it starts for a connection: the keeper opens the PAM
+// session, says so with a PAMSessionOpened, then starts each of the
 // connection's session programs on a Spawn request, so that they inherit
 // what the session set on the keeper (limits, audit login uid, cgroup,
 // keyring) and the server's process keeps none of it.
 
-// Bounds of a SessionOpened.
+// Bounds of a PAMSessionOpened.
 const (
 	maxSessionEnv     = 256      // variables of the PAM environment
 	maxSessionEnvLen  = 32 << 10 // one NAME=value
 	maxSessionMessage = 32 << 10 // the session modules' texts
 )
 
-// SessionOpened tells the server the PAM session is open, with what the
+// PAMSessionOpened tells the server the PAM session is open, with what the
 // session modules gave the user's processes.
-type SessionOpened struct {
+type PAMSessionOpened struct {
 	Env      []string // NAME=value from pam_getenvlist, sorted
 	Umask    int32    // the mask a module (pam_umask) set; -1 for none
 	Messages string   // texts the modules showed (pam_motd)
 }
 
 // Marshal encodes m.
-func (m *SessionOpened) Marshal() []byte {
+func (m *PAMSessionOpened) Marshal() []byte {
 	b := wire.AppendUint32(nil, uint32(len(m.Env)))
 	for _, kv := range m.Env {
 		b = wire.AppendString(b, kv)
@@ -38,14 +38,14 @@ func (m *SessionOpened) Marshal() []byte {
 	return wire.AppendString(b, m.Messages)
 }
 
-// ParseSessionOpened decodes a SessionOpened.
-func ParseSessionOpened(p []byte) (*SessionOpened, error) {
+// ParsePAMSessionOpened decodes a PAMSessionOpened.
+func ParsePAMSessionOpened(p []byte) (*PAMSessionOpened, error) {
 	d := newDecoder(p)
 	n := d.Uint32("env count")
 	if n > maxSessionEnv && d.err == nil {
 		d.err = &wire.FieldError{Field: "env", Err: fmt.Errorf("%d entries, at most %d", n, maxSessionEnv)}
 	}
-	m := &SessionOpened{}
+	m := &PAMSessionOpened{}
 	for i := uint32(0); i < n && d.err == nil && d.Err() == nil; i++ {
 		m.Env = append(m.Env, d.string("env", maxSessionEnvLen))
 	}
@@ -54,7 +54,7 @@ func ParseSessionOpened(p []byte) (*SessionOpened, error) {
 		d.err = &wire.FieldError{Field: "umask", Err: fmt.Errorf("%#o is not a file mode mask", m.Umask)}
 	}
 	m.Messages = d.string("messages", maxSessionMessage)
-	return m, d.done(TypeSessionOpened)
+	return m, d.done(TypePAMSessionOpened)
 }
 
 // Spawn asks the keeper to start a session program: exec.Cmd's fields,

@@ -9,17 +9,17 @@ import (
 	"testing"
 )
 
-// TestProcessSession: Config.OpenProcessSession is called once per
+// TestHeldPAMSession: Config.OpenHeldPAMSession is called once per
 // connection, before its first program; every program is started through
 // the session's Start with the session's umask; its environment comes
 // before SetEnv; the session closes once, after Serve's end.
-func TestProcessSession(t *testing.T) {
+func TestHeldPAMSession(t *testing.T) {
 	var opens, starts, closes atomic.Int32
 	var masks atomic.Int32
 	mask := fs.FileMode(0o027)
-	open := func(user string) (*ProcessSession, error) {
+	open := func(user string) (*HeldPAMSession, error) {
 		opens.Add(1)
-		return &ProcessSession{Env: []string{"PAMVAR=from-session", "FOO=session"}, Umask: &mask,
+		return &HeldPAMSession{Env: []string{"PAMVAR=from-session", "FOO=session"}, Umask: &mask,
 			Start: func(c *exec.Cmd, umask fs.FileMode) error {
 				starts.Add(1)
 				masks.Store(int32(umask))
@@ -29,7 +29,7 @@ func TestProcessSession(t *testing.T) {
 			},
 			Close: func() { closes.Add(1) }}, nil
 	}
-	c := startClient(t, &Config{OpenProcessSession: open, SetEnv: []string{"FOO=setenv"}}, self(t))
+	c := startClient(t, &Config{OpenHeldPAMSession: open, SetEnv: []string{"FOO=setenv"}}, self(t))
 	ch := run(t, c, "echo $PAMVAR $FOO; umask", nil)
 	if got := ch.stdout.String(); got != "from-session setenv\n0027\n" {
 		t.Errorf("session program printed %q", got)
@@ -48,11 +48,11 @@ func TestProcessSession(t *testing.T) {
 	}
 }
 
-// TestProcessSessionRefused: a session that cannot be opened refuses the
+// TestHeldPAMSessionRefused: a session that cannot be opened refuses the
 // program, and Close is never called for it.
-func TestProcessSessionRefused(t *testing.T) {
-	open := func(string) (*ProcessSession, error) { return nil, errors.New("pam says no") }
-	c := startClient(t, &Config{OpenProcessSession: open}, self(t))
+func TestHeldPAMSessionRefused(t *testing.T) {
+	open := func(string) (*HeldPAMSession, error) { return nil, errors.New("pam says no") }
+	c := startClient(t, &Config{OpenHeldPAMSession: open}, self(t))
 	ch := c.session(t)
 	if ch.exec("true") {
 		t.Fatal("a program started without its session")
