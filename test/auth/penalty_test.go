@@ -19,14 +19,16 @@ import (
 )
 
 // A source that fails authentication is refused for the penalty's time
-// while another source logs in (PerSourcePenalties authfail:20s, so that
-// one failed connection is above min).
+// while another source logs in (PerSourcePenalties authfail:5m, so that
+// one failed connection is above min, and the penalty outlasts the test
+// however long a login takes on a loaded machine: with 20s a 60 s login
+// let it expire before the last check).
 func TestPenaltyRefusesFailingSource(t *testing.T) {
 	f := newFixture(t)
 	good := f.keygen("good", "ed25519")
 	stranger := f.keygen("stranger", "ed25519")
 	ak := f.write("authorized_keys", f.read("good.pub"))
-	cfg, err := penalty.ParsePenalties(penalty.Defaults(), []string{"authfail:20s", "min:1s"})
+	cfg, err := penalty.ParsePenalties(penalty.Defaults(), []string{"authfail:5m", "min:1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
