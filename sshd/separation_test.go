@@ -89,9 +89,11 @@ func run(t *testing.T, c *ssh.Client, cmd string, stdin []byte) string {
 	}
 	defer s.Close()
 	s.Stdin = bytes.NewReader(stdin)
-	out, err := s.CombinedOutput(cmd)
+	var errOut bytes.Buffer
+	s.Stderr = &errOut // not the output compared: a login shell's start-up files may write there
+	out, err := s.Output(cmd)
 	if err != nil {
-		t.Fatalf("%s: %v: %s", cmd, err, out)
+		t.Fatalf("%s: %v: %s%s", cmd, err, out, errOut.String())
 	}
 	return string(out)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -426,10 +427,12 @@ func (ch *cchan) sendEOF() {
 	}
 }
 
-// waitClosed waits for the server's CLOSE.
+// waitClosed waits for the server's CLOSE, until shortly before the test
+// binary's deadline: a program's end is an event, and a login shell's
+// start-up files can take a minute on a loaded machine.
 func (ch *cchan) waitClosed(t testing.TB) {
 	t.Helper()
-	deadline := time.AfterFunc(15*time.Second, func() {
+	deadline := time.AfterFunc(time.Until(testenv.StartupDeadline(t)), func() {
 		ch.mu.Lock()
 		ch.closed = true
 		ch.order = append(ch.order, "TIMEOUT")
