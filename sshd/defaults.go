@@ -6,6 +6,7 @@ import (
 
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
+	"github.com/offload/offload/sshd/inproc"
 )
 
 // authDefaults is cfg (or the defaults) logging to the server's logger
@@ -45,7 +46,11 @@ func (s *settings) connDefaults(cfg *connection.Config) *connection.Config {
 		c.Logger = s.log
 	}
 	if c.Sessions == nil && s.recordsOn() && s.Separation == nil {
-		c.Sessions = fileRecorder{}
+		c.Sessions = inproc.FileRecorder{}
 	}
 	return &c
 }
+
+// recordsOn reports whether login records are written: by a root server,
+// unless Config.NoLoginRecords.
+func (s *settings) recordsOn() bool { return !s.NoLoginRecords && os.Geteuid() == 0 }

@@ -14,6 +14,7 @@ import (
 	"github.com/offload/offload/sshd/login"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/monitor"
+	"github.com/offload/offload/sshd/penalty"
 	"github.com/offload/offload/sshd/plan"
 	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/preauth"
@@ -93,7 +94,10 @@ func separatedPlan(st *settings, pl *plan.Plan, signer transport.HostKeySigner, 
 // connEnded applies the penalties for an ended connection and reports it
 // to Separation.OnConnEnd.
 func (s *Server) connEnded(e monitor.ConnEnd) {
-	s.penalizeSeparated(e)
+	o := penalty.Outcome{Authenticated: e.Auth.Authenticated, Attempted: e.Auth.Attempted,
+		InvalidUser: e.Auth.InvalidUser, Refused: e.Auth.Refused, GraceExceeded: e.Outcome == ipc.OutcomeGrace,
+		Crashed: e.Outcome == ipc.OutcomeCrash, Lost: e.Outcome == ipc.OutcomeLost}
+	s.cfg.Penalties.PenalizeOutcome(e.Remote, o)
 	if f := s.cfg.Separation.OnConnEnd; f != nil {
 		f(e)
 	}
@@ -116,26 +120,23 @@ func hostKeyProvenance(s transport.HostKeySigner, pubs []ssh.PublicKey) map[stri
 // serveSeparated hands nc to the monitor and waits for the connection to
 // end, holding a MaxStartups slot until it is authenticated.
 func (s *Server) serveSeparated(nc net.Conn) {
-	slot, ok := s.admitSource(nc, s.log)
+	slot, ok := s.cfg.Penalties.AdmitConn(nc, int(s.startups.Load()), s.log)
 	if !ok {
 		nc.Close()
 		return
 	}
-	release, ok := s.startup()
-	if ok {
-		release = chainRelease(release, slot.Release)
-	} else {
+	startup, ok := s.startup()
+	if !ok {
 		slot.Release()
-	}
-	if !ok {
-		s.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", s.cfg.MaxStartups, "remote", remoteString(nc))
+		s.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", s.cfg.MaxStartups, "remote", nc.RemoteAddr().String())
 		nc.Close()
 		return
 	}
+	release := func() { startup(); slot.Release() }
 	done, err := s.mon.Admit(nc, release)
 	if err != nil {
 		release()
-		s.log.Warn("sshd: connection not admitted", "remote", remoteString(nc), "err", err)
+		s.log.Warn("sshd: connection not admitted", "remote", nc.RemoteAddr().String(), "err", err)
 		return
 	}
 	<-done

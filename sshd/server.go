@@ -6,21 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
-	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/offload/offload/sshd/auth"
-	"github.com/offload/offload/sshd/connection"
-	"github.com/offload/offload/sshd/login"
+	"github.com/offload/offload/sshd/inproc"
 	"github.com/offload/offload/sshd/monitor"
-	"github.com/offload/offload/sshd/penalty"
-	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/plan"
-	"github.com/offload/offload/sshd/postauth"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -41,7 +34,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	conns     map[*conn]struct{}
+	conns     map[*inproc.Conn]struct{}
+	env       *inproc.Env // what the in-process connections share
 	closing   bool
 	wg        sync.WaitGroup // admitted connections, from Serve or ServeConn
 
@@ -73,7 +67,8 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	kex, hostKeys, ciphers, macs := tr.Offer()
 	st.log.Info("sshd: algorithms offered", "kex", kex, "host_keys", hostKeys, "ciphers", ciphers, "macs", macs)
-	s := &Server{cfg: st, tr: tr, log: st.log, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+	s := &Server{cfg: st, tr: tr, log: st.log, listeners: map[net.Listener]struct{}{}, conns: map[*inproc.Conn]struct{}{}}
+	s.env = s.inprocEnv(st)
 	if st.Separation != nil {
 		if s.mon, err = s.newMonitor(st, pl); err != nil {
 			return nil, err
@@ -217,12 +212,12 @@ func (s *Server) disconnectAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.disconnect(wire.DisconnectByApplication, "server shutting down")
+		c.Disconnect(wire.DisconnectByApplication, "server shutting down")
 	}
 }
 
 // admit counts c as a connection of the server; false once shutting down.
-func (s *Server) admit(c *conn) bool {
+func (s *Server) admit(c *inproc.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -244,7 +239,7 @@ func (s *Server) admitSeparated() bool {
 	return true
 }
 
-func (s *Server) forget(c *conn) {
+func (s *Server) forget(c *inproc.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
@@ -264,31 +259,21 @@ func (s *Server) ServeConn(nc net.Conn) {
 		s.serveSeparated(nc)
 		return
 	}
-	c := &conn{srv: s, nc: nc, id: s.nextID.Add(1)}
-	c.log = s.log.With("conn", c.id, "remote", remoteString(nc))
-	defer c.recoverPanic()
-	defer nc.Close()
+	c := inproc.New(s.env, nc, s.nextID.Add(1))
 	if !s.admit(c) {
+		nc.Close()
 		return
 	}
 	defer s.forget(c)
-	c.serve()
+	c.Serve(s.ctx)
 }
 
-// addrPort is a's address and port, an IPv4-mapped address unmapped.
-func addrPort(a net.Addr) netip.AddrPort {
-	if a == nil {
-		return netip.AddrPort{}
-	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
-func remoteString(nc net.Conn) string {
-	if a := nc.RemoteAddr(); a != nil {
-		return a.String()
-	}
-	return "unknown"
+// inprocEnv is what the server's in-process connections share.
+func (s *Server) inprocEnv(st *settings) *inproc.Env {
+	return &inproc.Env{Transport: s.tr, Logins: st.logins, Log: s.log,
+		MaxAuthRequests: auth.MaxRequests(st.Auth), LoginGraceTime: st.LoginGraceTime, Penalties: st.Penalties,
+		Startup: s.startup, Pending: func() int { return int(s.startups.Load()) }, MaxStartups: st.MaxStartups,
+		OnFailed: func() { s.failed.Add(1) }, PAMKeeper: childRunner.Load()}
 }
 
 // startup takes a MaxStartups slot; release gives it back.
@@ -301,140 +286,4 @@ func (s *Server) startup() (release func(), ok bool) {
 	}
 	var once sync.Once
 	return func() { once.Do(func() { s.startups.Add(-1) }) }, true
-}
-
-// conn is one client connection.
-type conn struct {
-	srv *Server
-	nc  net.Conn
-	id  uint64
-	log *slog.Logger
-
-	mu sync.Mutex
-	tc *transport.Conn
-}
-
-func (c *conn) recoverPanic() {
-	if r := recover(); r != nil {
-		c.log.Error("sshd: panic serving connection", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		c.nc.Close()
-		if t := c.srv.cfg.Penalties; t != nil {
-			t.Penalize(addrPort(c.nc.RemoteAddr()).Addr(), penalty.Crash)
-		}
-	}
-}
-
-func (c *conn) disconnect(reason uint32, msg string) {
-	c.mu.Lock()
-	tc := c.tc
-	c.mu.Unlock()
-	if tc != nil {
-		tc.Disconnect(reason, msg)
-		return
-	}
-	c.nc.Close()
-}
-
-func (c *conn) serve() {
-	slot, ok := c.admitSource()
-	if !ok {
-		return
-	}
-	defer slot.Release()
-	release, ok := c.srv.startup()
-	if !ok {
-		c.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", c.srv.cfg.MaxStartups)
-		return
-	}
-	defer release()
-	release = chainRelease(release, slot.Release)
-	start := time.Now()
-	grace := c.startGrace(start)
-	defer grace.stop()
-	tc, err := c.srv.tr.HandshakeWith(c.nc, &transport.ConnOptions{Logger: c.log, ID: c.id})
-	if err != nil {
-		c.logEnd("handshake", err)
-		c.srv.failed.Add(1)
-		c.penalize(auth.Summary{}, grace.cause(err))
-		return
-	}
-	c.mu.Lock()
-	c.tc = tc
-	c.mu.Unlock()
-	c.log.Debug("sshd: key exchange done", "client_version", tc.ClientVersion(), "elapsed", time.Since(start))
-	c.afterKex(tc, release, grace)
-}
-
-// afterKex runs user authentication and then the connection protocol.
-func (c *conn) afterKex(tc *transport.Conn, release func(), grace *graceTimer) {
-	ctx, cancel := context.WithCancel(c.srv.ctx)
-	defer cancel()
-	l := login.New(c.srv.cfg.logins, tc.SessionID(), tc.InitialHostKey(), tc.LocalAddr(), tc.RemoteAddr())
-	opts := &auth.ServeOptions{MaxRequests: auth.MaxRequests(c.srv.cfg.Auth), Logger: c.srv.log, Remote: tc.RemoteAddr()}
-	p, err := auth.Serve(ctx, tc, l, opts)
-	if !grace.stop() && err == nil {
-		err = errGraceExceeded // the login came after the connection was closed
-	}
-	l.Close() // the PAM transaction and any keyboard-interactive dialog
-	if err != nil {
-		c.logEnd("authentication", err)
-		c.srv.failed.Add(1)
-		c.penalize(l.Summary(), grace.cause(err))
-		tc.Close()
-		return
-	}
-	release()
-	tc.SetAuthenticated()
-	c.nc.SetDeadline(time.Time{})
-	c.log.Info("sshd: authenticated", "user", p.User, "method", p.Method, "key", p.KeyFingerprint)
-	err = runConnectionProtocol(ctx, tc, p, withPAMKeeper(l.Settings(), l, tc.RemoteAddr(), c.log))
-	auth.LogSessionEnd(c.srv.log, tc.RemoteAddr(), p.User, err)
-	c.logEnd("session", err)
-	tc.Close()
-}
-
-// runConnectionProtocol runs the connection protocol (channels: sessions,
-// forwarding, SFTP) for an authenticated user.
-func runConnectionProtocol(ctx context.Context, tc *transport.Conn, p *perm.Permissions, cfg *connection.Config) error {
-	ctx = connection.WithAddrs(ctx, connection.Addrs{Remote: tc.RemoteAddr(), Local: tc.LocalAddr()})
-	return connection.Serve(ctx, tc, p, connection.ForClient(cfg, tc.ClientVersion()))
-}
-
-// withPAMKeeper returns cc with its programs run in the login's PAM
-// session, which a PAM keeper holds (postauth.OpenPAMKeeper), or cc when
-// there is none: UsePAM no; not root (a keeper must be root to start
-// programs as the user); or a program that does not call RunChild, which
-// cannot be started again as a keeper (it then runs PAM's auth and
-// account stacks only, and says so).
-func withPAMKeeper(cc *connection.Config, l *login.Login, remote net.Addr, log *slog.Logger) *connection.Config {
-	pc := l.PAMSession()
-	if pc == nil || os.Geteuid() != 0 {
-		return cc
-	}
-	if !childRunner.Load() {
-		log.Warn("sshd: UsePAM: no PAM session (pam_env, pam_limits, pam_loginuid): the program does not call sshd.RunChild, which runs its PAM keeper")
-		return cc
-	}
-	c := *cc
-	c.OpenHeldPAMSession = func(user string) (*connection.HeldPAMSession, error) {
-		return postauth.OpenPAMKeeper(*pc, user, addrPort(remote).Addr().String(), log)
-	}
-	return &c
-}
-
-// logEnd logs how a connection ended, naming the cause.
-func (c *conn) logEnd(phase string, err error) {
-	var de *transport.DisconnectError
-	switch {
-	case err == nil:
-		c.log.Info("sshd: connection closed", "phase", phase)
-	case errors.As(err, &de) && de.FromPeer:
-		c.log.Info("sshd: peer disconnected", "phase", phase, "reason", transport.ReasonString(de.Reason), "err", err)
-	case errors.As(err, &de):
-		c.log.Warn("sshd: disconnected peer", "phase", phase, "reason", transport.ReasonString(de.Reason), "err", err)
-	case errors.Is(err, context.Canceled):
-		c.log.Info("sshd: connection ended by shutdown", "phase", phase)
-	default:
-		c.log.Warn("sshd: connection failed", "phase", phase, "err", err)
-	}
 }

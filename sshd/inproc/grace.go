@@ -1,8 +1,9 @@
-package sshd
+package inproc
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,12 @@ import (
 
 // errGraceExceeded: LoginGraceTime ran out before the login completed.
 var errGraceExceeded = fmt.Errorf("sshd: LoginGraceTime exceeded: %w", os.ErrDeadlineExceeded)
+
+// isTimeout reports whether err is the LoginGraceTime deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
 
 // graceTimer bounds the time to authenticate (LoginGraceTime) in the
 // in-process mode. The socket's deadline stops reads and writes, but not
@@ -27,9 +34,9 @@ type graceTimer struct {
 
 // startGrace sets the socket deadline and starts the timer; with no
 // LoginGraceTime it does nothing.
-func (c *conn) startGrace(start time.Time) *graceTimer {
+func (c *Conn) startGrace(start time.Time) *graceTimer {
 	g := &graceTimer{}
-	d := c.srv.cfg.LoginGraceTime
+	d := c.env.LoginGraceTime
 	if d <= 0 {
 		return g
 	}

@@ -1,32 +1,34 @@
-package sshd
+package inproc
 
 import (
-	"os"
-
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/loginrec"
 	"github.com/offload/offload/sshd/transport"
 )
 
-// fileRecorder writes pty sessions' login records to utmp, wtmp and
+// FileRecorder writes pty sessions' login records to utmp, wtmp and
 // lastlog from this process (the in-process mode; the separated mode's
-// monitor writes them for its post-auth processes).
-type fileRecorder struct{ files loginrec.Files }
+// monitor writes them for its post-auth processes). The zero value
+// writes the system's files.
+type FileRecorder struct{ Files loginrec.Files }
 
-var _ connection.SessionRecorder = fileRecorder{}
+var _ connection.SessionRecorder = FileRecorder{}
 
 // The transport marks its packets for the connection layer's IPQoS.
 var _ connection.TOSSetter = (*transport.Conn)(nil)
 
-func (f fileRecorder) Login(lr connection.LoginRecord) (connection.LastLogin, error) {
-	last, err := f.files.Login(record(lr))
+// Login writes lr's login records and returns the user's last login
+// before it.
+func (f FileRecorder) Login(lr connection.LoginRecord) (connection.LastLogin, error) {
+	last, err := f.Files.Login(record(lr))
 	if err != nil || last.Time.IsZero() {
 		return connection.LastLogin{}, err
 	}
 	return connection.LastLogin{Time: last.Time, Host: last.Host, TTY: last.Line}, nil
 }
 
-func (f fileRecorder) Logout(lr connection.LoginRecord) error { return f.files.Logout(record(lr)) }
+// Logout writes lr's logout records.
+func (f FileRecorder) Logout(lr connection.LoginRecord) error { return f.Files.Logout(record(lr)) }
 
 func record(lr connection.LoginRecord) loginrec.Record {
 	addr := addrPort(lr.Remote).Addr()
@@ -36,7 +38,3 @@ func record(lr connection.LoginRecord) loginrec.Record {
 	}
 	return loginrec.Record{User: lr.User, UID: lr.UID, PID: lr.PID, TTY: lr.TTY, Host: host, Addr: addr, Time: lr.Time}
 }
-
-// recordsOn reports whether login records are written: by a root server,
-// unless Config.NoLoginRecords.
-func (s *settings) recordsOn() bool { return !s.NoLoginRecords && os.Geteuid() == 0 }
