@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/internal/rawio"
+	"github.com/offload/offload/sshd/config"
 )
 
 // keepAliveState reads SO_KEEPALIVE and TCP_KEEPIDLE (seconds) of c.
@@ -140,4 +141,24 @@ func startClientDaemon(t *testing.T, cl *opensshClient, conf string) (addr strin
 	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	waitDial(t, "tcp", addr)
 	return addr, port, func() { cancel(); <-done }
+}
+
+// TestClientAliveCountMaxZero: sshd_config's ClientAliveCountMax 0 keeps
+// probing and never disconnects (OpenSSH 8.2 and later); the connection
+// layer's zero value means its default, so 0 is translated to a
+// negative count, and other values pass as they are.
+func TestClientAliveCountMaxZero(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want int
+	}{{"", 3}, {"ClientAliveCountMax 0\n", -1}, {"ClientAliveCountMax 5\n", 5}} {
+		path := writeConfig(t, "ClientAliveInterval 15\n"+tc.line)
+		c, err := config.Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := connectionConfig(c, nil).ClientAliveCountMax; got != tc.want {
+			t.Errorf("%q: connection.Config.ClientAliveCountMax %d, want %d", tc.line, got, tc.want)
+		}
+	}
 }

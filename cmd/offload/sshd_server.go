@@ -293,6 +293,9 @@ func connectionConfig(c *config.Config, log *slog.Logger) *connection.Config {
 	if c.MaxSessions == 0 {
 		cc.MaxSessions = -1 // sshd_config: 0 means no sessions
 	}
+	if c.ClientAliveCountMax == 0 {
+		cc.ClientAliveCountMax = -1 // sshd_config: 0 means never disconnect
+	}
 	interactive, _ := config.TOS(c.IPQoS[0]) // checked by the parser
 	bulk, _ := config.TOS(c.IPQoS[1])
 	cc.IPQoS = &connection.QoS{Interactive: interactive, Bulk: bulk}

@@ -35,7 +35,8 @@ type client struct {
 	refuseOpens atomic.Bool
 	faults      []string
 	done        chan struct{}
-	silent      atomic.Bool // ignore the server's global requests
+	silent      atomic.Bool  // ignore the server's global requests
+	requests    atomic.Int64 // the server's global requests received
 }
 
 // cchan is a client channel.
@@ -167,6 +168,7 @@ func (c *client) dispatch(p []byte) {
 		return
 	case wire.MsgGlobalRequest:
 		r, _ := parseGlobalRequest(p)
+		c.requests.Add(1)
 		if r.wantReply && !c.silent.Load() {
 			c.send([]byte{wire.MsgRequestFailure})
 		}

@@ -156,7 +156,9 @@ type Config struct {
 	SFTPHelper []string
 	// ClientAliveInterval, when positive, sends keepalive@openssh.com
 	// after that long without traffic from the peer and disconnects after
-	// ClientAliveCountMax (0: DefaultClientAliveCountMax) unanswered probes.
+	// ClientAliveCountMax (0: DefaultClientAliveCountMax) unanswered probes;
+	// a negative ClientAliveCountMax never disconnects (sshd_config's
+	// ClientAliveCountMax 0: the probes are still sent).
 	ClientAliveInterval time.Duration
 	ClientAliveCountMax int
 	// IPQoS, when set, marks the connection's packets (IP_TOS, or

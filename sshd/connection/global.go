@@ -121,7 +121,7 @@ func (m *mux) probe(iv time.Duration) {
 	if time.Duration(nowNano()-m.lastRead.Load()) < iv {
 		return
 	}
-	if int(m.probes.Add(1)) > m.cfg.ClientAliveCountMax {
+	if n, limit := int(m.probes.Add(1)), m.cfg.ClientAliveCountMax; limit >= 0 && n > limit {
 		pe := &ProtocolError{Reason: wire.DisconnectByApplication, Channel: -1, Msg: "client alive timeout"}
 		m.ctl.fail(pe)
 		m.disconnect(pe)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -230,6 +231,22 @@ func TestKeepaliveTimeout(t *testing.T) {
 	var pe *ProtocolError
 	if !errors.As(err, &pe) || pe.Reason != wire.DisconnectByApplication || c.server.disconnected() != wire.DisconnectByApplication {
 		t.Errorf("Serve returned %v, want a client alive timeout", err)
+	}
+}
+
+// TestKeepaliveNeverDisconnects: a negative ClientAliveCountMax (as
+// sshd_config's ClientAliveCountMax 0 is translated) keeps probing a
+// silent client and never disconnects it, as OpenSSH's sshd does.
+func TestKeepaliveNeverDisconnects(t *testing.T) {
+	c := startClient(t, &Config{ClientAliveInterval: 10 * time.Millisecond, ClientAliveCountMax: -1}, self(t))
+	c.silent.Store(true)
+	if !testenv.WaitUntil(t, func() bool { return c.requests.Load() >= 10 }) {
+		t.Fatalf("%d probes sent to a silent client, want 10", c.requests.Load())
+	}
+	select {
+	case err := <-c.serveErr:
+		t.Fatalf("Serve ended after %d unanswered probes: %v", c.requests.Load(), err)
+	default:
 	}
 }
 
