@@ -71,7 +71,7 @@ func (c *Config) MarshalBinary() ([]byte, error) {
 
 func (c *Config) appendRest(f *configFields, b []byte) []byte {
 	for _, v := range f.lists {
-		b = appendStrings(b, *v)
+		b = wire.AppendOptionalStrings(b, *v)
 	}
 	for _, v := range f.durs {
 		b = wire.AppendUint64(b, uint64(*v))
@@ -90,18 +90,6 @@ func (c *Config) appendRest(f *configFields, b []byte) []byte {
 	}
 	b = appendAccount(b, c.Account)
 	return appendTimeouts(b, c.ChannelTimeouts)
-}
-
-func appendStrings(b []byte, l []string) []byte {
-	b = wire.AppendBool(b, l != nil)
-	if l == nil {
-		return b
-	}
-	b = wire.AppendUint32(b, uint32(len(l)))
-	for _, s := range l {
-		b = wire.AppendString(b, s)
-	}
-	return b
 }
 
 // appendSubsystems encodes m with its keys sorted (the decoder wants
@@ -189,7 +177,7 @@ func (c *Config) UnmarshalBinary(p []byte) error {
 
 func readRest(r *wire.Reader, c *Config, f *configFields) {
 	for _, v := range f.lists {
-		*v = readStrings(r)
+		*v = r.OptionalStrings("list", maxSettingsEntries, maxSettingsField)
 	}
 	for _, v := range f.durs {
 		*v = time.Duration(r.Int64("duration"))
@@ -208,18 +196,6 @@ func readRest(r *wire.Reader, c *Config, f *configFields) {
 	}
 	c.Account = readAccount(r)
 	c.ChannelTimeouts = readTimeouts(r)
-}
-
-func readStrings(r *wire.Reader) []string {
-	if !r.StrictBool("list") {
-		return nil
-	}
-	n := r.Count("list", maxSettingsEntries)
-	out := make([]string, 0, min(n, 64))
-	for i := 0; i < n && r.Err() == nil; i++ {
-		out = append(out, r.StringMax("entry", maxSettingsField))
-	}
-	return out
 }
 
 // readSubsystems wants the names sorted, each once: one encoding per map.

@@ -33,24 +33,12 @@ func (p *Permissions) MarshalBinary() ([]byte, error) {
 		b = wire.AppendString(b, *s)
 	}
 	for _, l := range lists {
-		b = appendList(b, *l)
+		b = wire.AppendOptionalStrings(b, *l)
 	}
 	for _, v := range bools {
 		b = wire.AppendBool(b, *v)
 	}
 	return b, nil
-}
-
-func appendList(b []byte, l []string) []byte {
-	b = wire.AppendBool(b, l != nil)
-	if l == nil {
-		return b
-	}
-	b = wire.AppendUint32(b, uint32(len(l)))
-	for _, s := range l {
-		b = wire.AppendString(b, s)
-	}
-	return b
 }
 
 // UnmarshalBinary decodes what MarshalBinary encoded, bounded; trailing
@@ -63,7 +51,7 @@ func (p *Permissions) UnmarshalBinary(b []byte) error {
 		*s = r.StringMax("string", maxField)
 	}
 	for _, l := range lists {
-		*l = readList(r)
+		*l = r.OptionalStrings("list", maxEntries, maxField)
 	}
 	for _, v := range bools {
 		*v = r.StrictBool("flag")
@@ -73,16 +61,4 @@ func (p *Permissions) UnmarshalBinary(b []byte) error {
 	}
 	*p = q
 	return nil
-}
-
-func readList(r *wire.Reader) []string {
-	if !r.StrictBool("list") {
-		return nil
-	}
-	n := r.Count("list", maxEntries)
-	out := make([]string, 0, min(n, 64))
-	for i := 0; i < n && r.Err() == nil; i++ {
-		out = append(out, r.StringMax("entry", maxField))
-	}
-	return out
 }

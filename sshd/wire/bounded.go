@@ -50,3 +50,33 @@ func (r *Reader) Int64(field string) int64 { return int64(r.Uint64(field)) }
 // Fail makes r fail at field with err, as a malformed field would: for a
 // check of the caller's (an order, a range) on what it read.
 func (r *Reader) Fail(field string, err error) { r.fail(field, err) }
+
+// AppendOptionalStrings appends a list whose absence counts: a presence
+// flag, then, when l is not nil, its count and strings. A nil list and an
+// empty one stay apart (a setting left to its default, and one set to
+// nothing).
+func AppendOptionalStrings(b []byte, l []string) []byte {
+	b = AppendBool(b, l != nil)
+	if l == nil {
+		return b
+	}
+	b = AppendUint32(b, uint32(len(l)))
+	for _, s := range l {
+		b = AppendString(b, s)
+	}
+	return b
+}
+
+// OptionalStrings reads what AppendOptionalStrings wrote: nil when the
+// list is absent, else at most max entries of at most maxLen bytes each.
+func (r *Reader) OptionalStrings(field string, max, maxLen int) []string {
+	if !r.StrictBool(field) {
+		return nil
+	}
+	n := r.Count(field, max)
+	out := make([]string, 0, min(n, 64))
+	for i := 0; i < n && r.Err() == nil; i++ {
+		out = append(out, r.StringMax(field, maxLen))
+	}
+	return out
+}

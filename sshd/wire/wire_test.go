@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/big"
+	"slices"
 	"testing"
 )
 
@@ -138,5 +139,25 @@ func TestBoundedReads(t *testing.T) {
 	}
 	if r := NewReader(AppendUint64(nil, 1<<63)); r.Int64("i") != -1<<63 {
 		t.Fatal("Int64")
+	}
+}
+
+// TestOptionalStrings: nil and empty lists stay apart through the
+// encoding, values come back, and the bounds on entries and their length
+// fail the read.
+func TestOptionalStrings(t *testing.T) {
+	for _, l := range [][]string{nil, {}, {"a", "", "ccc"}} {
+		r := NewReader(AppendOptionalStrings(nil, l))
+		got := r.OptionalStrings("list", 3, 3)
+		if err := r.Done(); err != nil || (got == nil) != (l == nil) || !slices.Equal(got, l) {
+			t.Errorf("%#v came back as %#v (%v)", l, got, err)
+		}
+	}
+	for _, bound := range []struct{ max, maxLen int }{{2, 3}, {3, 2}} {
+		r := NewReader(AppendOptionalStrings(nil, []string{"a", "", "ccc"}))
+		r.OptionalStrings("list", bound.max, bound.maxLen)
+		if r.Done() == nil {
+			t.Errorf("3 entries up to 3 bytes read within %d entries of %d bytes", bound.max, bound.maxLen)
+		}
 	}
 }
