@@ -170,6 +170,10 @@ func (d *decoder) provenance() map[string]string {
 	}
 	m := map[string]string{}
 	for i := 0; i+1 < len(l); i += 2 {
+		if i > 0 && l[i] <= l[i-2] {
+			d.fail("host key provenance", errors.New("keys out of order or repeated"))
+			return nil
+		}
 		m[l[i]] = l[i+1]
 	}
 	return m
@@ -181,9 +185,13 @@ func (d *decoder) scores() map[string]float64 {
 		return nil
 	}
 	m := map[string]float64{}
+	prev := ""
 	for i := 0; i < n && d.ok(); i++ {
 		k := d.string("cipher score name", maxName)
-		m[k] = math.Float64frombits(d.Uint64("cipher score"))
+		if i > 0 && k <= prev {
+			d.fail("cipher scores", errors.New("names out of order or repeated"))
+		}
+		m[k], prev = math.Float64frombits(d.Uint64("cipher score")), k
 	}
 	return m
 }
