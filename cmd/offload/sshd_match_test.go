@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -71,7 +70,10 @@ func (c *opensshClient) run(t *testing.T, addr, bind string, stdin io.Reader, op
 	}
 	argv = append(argv, host)
 	argv = append(argv, command...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Until the test's deadline, not a fixed bound: on a loaded machine a
+	// login shell's startup files alone can take a minute (a stale pyenv
+	// lock in root's ~/.bashrc waits 60 s).
+	ctx, cancel := context.WithDeadline(context.Background(), testenv.StartupDeadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.ssh, argv...)
 	if c.env != nil {

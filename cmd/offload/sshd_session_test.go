@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -47,9 +48,12 @@ func runEcho(t *testing.T, c *ssh.Client) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	out, err := s.CombinedOutput("echo offload-ok")
-	if err != nil || strings.TrimSpace(string(out)) != "offload-ok" {
-		t.Fatalf("exec: %q %v", out, err)
+	// stdout only: the account's shell startup files may write to stderr
+	// (this machine's root runs pyenv's init); stderr goes in the message.
+	var out, errb bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errb
+	if err := s.Run("echo offload-ok"); err != nil || strings.TrimSpace(out.String()) != "offload-ok" {
+		t.Fatalf("exec: stdout %q, stderr %q, %v", out.String(), errb.String(), err)
 	}
 }
 
