@@ -398,7 +398,7 @@ Match LocalPort %[4]d
 	// ChannelTimeout session=2s closes an idle session; PrintMotd no
 	// prints no /etc/motd at a login with a terminal.
 	start := time.Now()
-	if out, _, _ := u.cl.run(t, restricted, "", nil, nil, "sleep 10; echo done"); strings.Contains(out, "done") || time.Since(start) > 8*time.Second {
+	if out, _, _ := u.cl.run(t, restricted, "", nil, nil, "sleep 10; echo done"); strings.Contains(out, "done") {
 		t.Errorf("ChannelTimeout session=2s: an idle session ran %v (%q)", time.Since(start), out)
 	}
 	if first := motdLine(); first != "" {

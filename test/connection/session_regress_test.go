@@ -83,13 +83,12 @@ func TestChannelTimeoutLikeOpenSSH(t *testing.T) {
 	f := newFixture(t, &connection.Config{ChannelTimeouts: []connection.ChannelTimeout{{Type: "session:*", Timeout: 2 * time.Second}}})
 	ref := f.reference(t, "ChannelTimeout session:*=2s")
 	for _, srv := range []*fixture{f, ref} {
-		// The session must start and be closed before its command ends: a
-		// bound on the time alone would also pass a connection that failed,
-		// and fail a slow machine's login.
-		start := time.Now()
+		// The session must start and be closed before its command ends
+		// (no "done"): no bound on time, which would also pass a connection
+		// that failed, and fail a login that a slow machine made wait.
 		out, _, code := srv.ssh(t, nil, nil, "echo started; sleep 8; echo done")
-		if d := time.Since(start); out != "started\n" || d >= 8*time.Second {
-			t.Errorf("port %s: idle session ran %v (%q, code %d), want it closed after its 2s", srv.port, d, out, code)
+		if out != "started\n" {
+			t.Errorf("port %s: idle session printed %q (code %d), want it closed after its 2s, before its command ended", srv.port, out, code)
 		}
 		out, _, code = srv.ssh(t, nil, nil, "for i in 1 2 3 4 5 6; do echo tick; sleep 0.4; done")
 		if out != strings.Repeat("tick\n", 6) || code != 0 {
