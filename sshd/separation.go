@@ -120,19 +120,11 @@ func hostKeyProvenance(s transport.HostKeySigner, pubs []ssh.PublicKey) map[stri
 // serveSeparated hands nc to the monitor and waits for the connection to
 // end, holding a MaxStartups slot until it is authenticated.
 func (s *Server) serveSeparated(nc net.Conn) {
-	slot, ok := s.cfg.Penalties.AdmitConn(nc, int(s.startups.Load()), s.log)
+	release, ok := s.admitConn(nc, s.log.With("remote", nc.RemoteAddr().String()))
 	if !ok {
 		nc.Close()
 		return
 	}
-	startup, ok := s.startup()
-	if !ok {
-		slot.Release()
-		s.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", s.cfg.MaxStartups, "remote", nc.RemoteAddr().String())
-		nc.Close()
-		return
-	}
-	release := func() { startup(); slot.Release() }
 	done, err := s.mon.Admit(nc, release)
 	if err != nil {
 		release()

@@ -272,7 +272,7 @@ func (s *Server) ServeConn(nc net.Conn) {
 func (s *Server) inprocEnv(st *settings) *inproc.Env {
 	return &inproc.Env{Transport: s.tr, Logins: st.logins, Log: s.log,
 		MaxAuthRequests: auth.MaxRequests(st.Auth), LoginGraceTime: st.LoginGraceTime, Penalties: st.Penalties,
-		Startup: s.startup, Pending: func() int { return int(s.startups.Load()) }, MaxStartups: st.MaxStartups,
+		Admit:    s.admitConn,
 		OnFailed: func() { s.failed.Add(1) }, PAMKeeper: childRunner.Load()}
 }
 
@@ -286,4 +286,21 @@ func (s *Server) startup() (release func(), ok bool) {
 	}
 	var once sync.Once
 	return func() { once.Do(func() { s.startups.Add(-1) }) }, true
+}
+
+// admitConn takes the slots a connection holds until it authenticates,
+// in both process modes: its source's (Config.Penalties) and a
+// MaxStartups slot. A refusal is logged on log; release gives both back.
+func (s *Server) admitConn(nc net.Conn, log *slog.Logger) (release func(), ok bool) {
+	slot, ok := s.cfg.Penalties.AdmitConn(nc, int(s.startups.Load()), log)
+	if !ok {
+		return nil, false
+	}
+	startup, ok := s.startup()
+	if !ok {
+		slot.Release()
+		log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", s.cfg.MaxStartups)
+		return nil, false
+	}
+	return func() { startup(); slot.Release() }, true
 }

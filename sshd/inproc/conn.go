@@ -31,13 +31,10 @@ type Env struct {
 	LoginGraceTime  time.Duration // bounds key exchange and authentication; <= 0: none
 	Penalties       *penalty.Tracker
 
-	// Startup takes a MaxStartups slot for a connection until it
-	// authenticates; ok is false when none is free. Pending is the number
-	// of connections not yet authenticated (for the drop line), and
-	// MaxStartups the limit named when Startup refuses.
-	Startup     func() (release func(), ok bool)
-	Pending     func() int
-	MaxStartups int
+	// Admit takes the slots a connection holds until it authenticates
+	// (per source, MaxStartups), logging a refusal on log; release gives
+	// them back. Nil admits every connection.
+	Admit func(nc net.Conn, log *slog.Logger) (release func(), ok bool)
 
 	// OnFailed is told of each connection whose key exchange or
 	// authentication failed.
@@ -97,7 +94,10 @@ func (c *Conn) recoverPanic() {
 }
 
 func (c *Conn) serve(ctx context.Context) {
-	release, ok := c.admit()
+	release, ok := func() {}, true
+	if c.env.Admit != nil {
+		release, ok = c.env.Admit(c.nc, c.log)
+	}
 	if !ok {
 		return
 	}
@@ -115,32 +115,6 @@ func (c *Conn) serve(ctx context.Context) {
 	c.mu.Unlock()
 	c.log.Debug("sshd: key exchange done", "client_version", tc.ClientVersion(), "elapsed", time.Since(start))
 	c.afterKex(ctx, tc, release, grace)
-}
-
-// admit takes the connection's per-source and MaxStartups slots; release
-// gives both back.
-func (c *Conn) admit() (release func(), ok bool) {
-	slot, ok := c.env.Penalties.AdmitConn(c.nc, c.pending(), c.log)
-	if !ok {
-		return nil, false
-	}
-	if c.env.Startup == nil {
-		return slot.Release, true
-	}
-	startup, ok := c.env.Startup()
-	if !ok {
-		slot.Release()
-		c.log.Warn("sshd: dropping connection: MaxStartups reached", "max_startups", c.env.MaxStartups)
-		return nil, false
-	}
-	return func() { startup(); slot.Release() }, true
-}
-
-func (c *Conn) pending() int {
-	if c.env.Pending == nil {
-		return 0
-	}
-	return c.env.Pending()
 }
 
 // afterKex runs user authentication and then the connection protocol.
