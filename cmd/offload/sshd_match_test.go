@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,8 +20,8 @@ import (
 	"github.com/offload/offload/internal/testenv"
 )
 
-// opensshClient is the OpenSSH client with a key authorized in an
-// authorized_keys file for the current user.
+// opensshClient is the OpenSSH client with a key authorized for the
+// account loginAccount gives.
 type opensshClient struct {
 	ssh, key, authorizedKeys, user string
 	env                            []string // added to the client's environment
@@ -45,15 +44,8 @@ func newOpenSSHClient(t *testing.T) *opensshClient {
 		t.Fatal(err)
 	}
 	sp, _ := ssh.NewPublicKey(pub)
-	ak := filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(ak, ssh.MarshalAuthorizedKey(sp), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	u, err := user.Current()
-	if err != nil {
-		t.Skip("no current user:", err)
-	}
-	return &opensshClient{ssh: bin, key: key, authorizedKeys: ak, user: u.Username}
+	name, ak := loginAccount(t, dir, ssh.MarshalAuthorizedKey(sp))
+	return &opensshClient{ssh: bin, key: key, authorizedKeys: ak, user: name}
 }
 
 // run runs the client against addr (host:port) with options opts and

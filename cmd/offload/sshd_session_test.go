@@ -11,16 +11,21 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
-// clientFor makes a client key, writes it to an authorized_keys file in
-// dir and returns the client config that logs in as the current user.
+// clientFor makes a client key, authorizes it for the account
+// loginAccount gives (its authorized_keys file in dir unless that is a
+// throwaway user's) and returns the client config that logs in to it and
+// the file's path.
 func clientFor(t *testing.T, dir string) (*ssh.ClientConfig, string) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -29,16 +34,43 @@ func clientFor(t *testing.T, dir string) (*ssh.ClientConfig, string) {
 	}
 	signer, _ := ssh.NewSignerFromKey(priv)
 	sshPub, _ := ssh.NewPublicKey(pub)
-	ak := filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(ak, ssh.MarshalAuthorizedKey(sshPub), 0o600); err != nil {
+	name, ak := loginAccount(t, dir, ssh.MarshalAuthorizedKey(sshPub))
+	return &ssh.ClientConfig{User: name, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second}, ak
+}
+
+// loginAccount returns the account the tests' clients log in to and an
+// authorized_keys file for it holding keys. As root that is a throwaway
+// user (shell /bin/sh, an empty home holding the file, owned by it):
+// logging in as root would run root's shell startup files, which belong
+// to the machine, not the test (one whose pyenv init left a stale lock
+// made every login wait 60 s). Otherwise it is the current user, with the
+// file in dir.
+func loginAccount(t *testing.T, dir string, keys []byte) (name, ak string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		u, err := user.Current()
+		if err != nil {
+			t.Skip("no current user:", err)
+		}
+		ak = filepath.Join(dir, "authorized_keys")
+		if err := os.WriteFile(ak, keys, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return u.Username, ak
+	}
+	u := testenv.NewUser(t)
+	testenv.Run(t, "usermod", "-p", "*", u.Username) // no password, not locked ("!")
+	ak = filepath.Join(u.HomeDir, "authorized_keys")
+	if err := os.WriteFile(ak, keys, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	u, err := user.Current()
-	if err != nil {
-		t.Skip("no current user:", err)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(ak, uid, gid); err != nil {
+		t.Fatal(err)
 	}
-	return &ssh.ClientConfig{User: u.Username, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second}, ak
+	return u.Username, ak
 }
 
 func runEcho(t *testing.T, c *ssh.Client) {

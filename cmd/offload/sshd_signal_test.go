@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -127,17 +126,13 @@ func TestSshdInetdOpenSSH(t *testing.T) {
 	}
 	sshPath := testenv.LookPath(t, "ssh", "apt-get install openssh-client")
 	dir := t.TempDir()
-	_, ak := clientFor(t, dir)
+	cc, ak := clientFor(t, dir)
 	key := writeClientKey(t, dir, ak)
 	cfg := writeConfig(t, "StrictModes no\nAuthorizedKeysFile "+ak+"\n")
 	proxy := fmt.Sprintf("env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
-	u, err := user.Current()
-	if err != nil {
-		t.Skip(err)
-	}
 	cmd := exec.Command(sshPath, "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ProxyCommand="+proxy,
-		u.Username+"@offload-inetd", "echo", "inetd-ok")
+		cc.User+"@offload-inetd", "echo", "inetd-ok")
 	cmd.Env = append(os.Environ(), "SHLVL=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "inetd-ok") {
