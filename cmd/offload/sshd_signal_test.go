@@ -99,10 +99,13 @@ func TestSshdSignals(t *testing.T) {
 	}
 }
 
-// waitLog returns the first submatch of the first log line matching re.
+// waitLog returns the first submatch of the first log line matching re,
+// waiting until the test's startup deadline: a start or a reload is an
+// event, not a duration (a SIGHUP reload took over 60 s beside two test
+// runs and busy loops, at load 13, and the 60 s this allowed failed it).
 func waitLog(t *testing.T, lines <-chan string, re *regexp.Regexp) string {
 	t.Helper()
-	timeout := time.After(60 * time.Second)
+	timeout := time.After(time.Until(testenv.StartupDeadline(t)))
 	for {
 		select {
 		case l, ok := <-lines:

@@ -15,9 +15,8 @@ import (
 	"github.com/offload/offload/sshd/wire"
 )
 
-// Timing of process teardown.
+// Session program i/o.
 const (
-	killGrace    = time.Second     // SIGHUP → SIGKILL
 	ptyDrainTime = 2 * time.Second // output still read after a pty child exits
 	stdinBufSize = 32 << 10
 )
@@ -405,32 +404,20 @@ func waitProcess(c *exec.Cmd) <-chan *os.ProcessState {
 	return ch
 }
 
-// reap returns the exit state, killing the process when the channel
-// dies first.
+// reap returns the exit state, or nil when the channel dies first. The
+// program is then left running, as OpenSSH's sshd leaves it: the caller
+// closes its ends of the program's streams (EOF on stdin, EPIPE on
+// output; a pty's hangup, which the kernel turns into SIGHUP for the
+// terminal's session) and the process is reaped whenever it exits. A
+// job that survives a dropped connection (a backup writing to a file,
+// say) keeps running, and a shell's startup files are not cut short.
 func (s *session) reap(c *exec.Cmd, exited <-chan *os.ProcessState) *os.ProcessState {
 	select {
 	case st := <-exited:
 		return st
 	case <-s.c.ctx.Done():
-		return terminate(c, exited)
+		return nil
 	}
-}
-
-// terminate sends SIGHUP to the process group, then SIGKILL, and reaps.
-func terminate(c *exec.Cmd, exited <-chan *os.ProcessState) *os.ProcessState {
-	pid := c.Process.Pid
-	syscall.Kill(-pid, syscall.SIGHUP)
-	syscall.Kill(pid, syscall.SIGHUP)
-	t := time.NewTimer(killGrace)
-	defer t.Stop()
-	select {
-	case st := <-exited:
-		return st
-	case <-t.C:
-	}
-	syscall.Kill(-pid, syscall.SIGKILL)
-	syscall.Kill(pid, syscall.SIGKILL)
-	return <-exited
 }
 
 // finish reports the exit status and closes the channel.

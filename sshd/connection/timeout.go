@@ -159,7 +159,7 @@ func (m *mux) checkGlobal(w *idleWatch, chans []*channel, total uint64, now time
 }
 
 // expire closes an inactive channel: its handlers end (a session's
-// program gets SIGHUP) and it is closed.
+// program sees its streams close, see reap) and it is closed.
 func (m *mux) expire(c *channel, after time.Duration) {
 	if c.closing.Load() {
 		return

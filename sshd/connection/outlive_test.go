@@ -1,0 +1,89 @@
+package connection
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitFile waits until file f holds want, failing t after 20 s.
+func waitFile(t *testing.T, f, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(f)
+		if string(b) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %q, want %q: the program did not outlive its connection", f, b, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestProgramOutlivesConnection drops the connection while a command
+// without a pty runs. OpenSSH's sshd does not signal the program (it sees
+// its streams close), so a job writing to a file finishes; offload used to
+// send SIGHUP, then SIGKILL.
+func TestProgramOutlivesConnection(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	f := filepath.Join(t.TempDir(), "done")
+	ch := c.session(t)
+	ch.exec("echo started; sleep 1; echo finished >" + f)
+	ch.waitOutput(t, "started")
+	c.pc.Close()
+	c.wait(t) // Serve returns without waiting for the program
+	waitFile(t, f, "finished\n")
+}
+
+// TestPTYProgramOutlivesHangup drops the connection of a pty session. As
+// with OpenSSH's sshd the terminal is hung up (the kernel's SIGHUP) and
+// nothing more: a program that ignores SIGHUP finishes (offload used to
+// send SIGKILL a second later).
+func TestPTYProgramOutlivesHangup(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	f := filepath.Join(t.TempDir(), "done")
+	ch := c.session(t)
+	if !ch.req("pty-req", true, ptyPayload("vt100", 80, 24, nil)) {
+		t.Fatal("pty-req refused")
+	}
+	ch.exec("trap '' HUP; echo started; sleep 2; echo finished >" + f)
+	ch.waitOutput(t, "started")
+	c.pc.Close()
+	c.wait(t)
+	waitFile(t, f, "finished\n")
+}
+
+// TestPTYHangupEndsProgram: a pty program that keeps SIGHUP's default
+// ends when the connection drops, as under OpenSSH's sshd.
+func TestPTYHangupEndsProgram(t *testing.T) {
+	c := startClient(t, nil, self(t))
+	ch := c.session(t)
+	if !ch.req("pty-req", true, ptyPayload("vt100", 80, 24, nil)) {
+		t.Fatal("pty-req refused")
+	}
+	ch.exec(`echo "pid=$$."; exec sleep 60`)
+	ch.waitOutput(t, ".")
+	ch.mu.Lock()
+	out := ch.stdout.String()
+	ch.mu.Unlock()
+	var pid int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "pid="):], "pid=%d.", &pid); err != nil {
+		t.Fatalf("no pid in %q: %v", out, err)
+	}
+	c.pc.Close()
+	c.wait(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d still runs 20 s after its terminal was hung up", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
