@@ -53,12 +53,26 @@ func AnyGlob(s string, patterns []string) bool {
 
 // List matches s against a comma-separated list of Glob patterns, each
 // optionally negated with '!' (OpenSSH's match_pattern_list); fold
-// lowers both first (host names). It returns NoMatch, Matched or Negated.
+// lowers ASCII letters in both first (host names), as OpenSSH's tolower
+// does: other letters are compared as they are (Unicode folding made
+// "ı0" match "i0" but not its upper case "I0"). It returns NoMatch,
+// Matched or Negated.
 func List(s, list string, fold bool) Result {
 	if fold {
-		s, list = strings.ToLower(s), strings.ToLower(list)
+		s, list = lowerASCII(s), lowerASCII(list)
 	}
 	return Patterns(s, strings.Split(list, ","))
+}
+
+// lowerASCII maps A-Z to a-z and leaves every other byte alone.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // Patterns is List over a list already split into its entries.
