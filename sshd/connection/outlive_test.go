@@ -3,6 +3,7 @@ package connection
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -62,6 +63,14 @@ func TestPTYProgramOutlivesHangup(t *testing.T) {
 // TestPTYHangupEndsProgram: a pty program that keeps SIGHUP's default
 // ends when the connection drops, as under OpenSSH's sshd.
 func TestPTYHangupEndsProgram(t *testing.T) {
+	// A child inherits an ignored SIGHUP, and go test may run under nohup
+	// (a CI script's, and this test failed there). Handling the signal
+	// here makes the program start with the default, as it does under
+	// offload sshd, whose daemon handles SIGHUP (and OpenSSH's, which
+	// resets it).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	c := startClient(t, nil, self(t))
 	ch := c.session(t)
 	if !ch.req("pty-req", true, ptyPayload("vt100", 80, 24, nil)) {
