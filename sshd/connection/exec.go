@@ -132,7 +132,7 @@ func (s *session) runCommand(p *process, cio *childIO, prog string, start func()
 	}
 	close(p.started)
 	if err == nil {
-		st = s.reap(c, waitProcess(c))
+		st = s.reap(waitProcess(c))
 	}
 	for n := 0; n < 2; n++ {
 		select {
@@ -182,7 +182,7 @@ func (s *session) runOnPTY(p *process, a *account, cmd string, orig *string, cio
 	}
 	outDone := s.copyPTY(ptm)
 	if err == nil {
-		st = s.reap(c, waitProcess(c))
+		st = s.reap(waitProcess(c))
 	}
 	select {
 	case <-outDone:
@@ -411,7 +411,7 @@ func waitProcess(c *exec.Cmd) <-chan *os.ProcessState {
 // terminal's session) and the process is reaped whenever it exits. A
 // job that survives a dropped connection (a backup writing to a file,
 // say) keeps running, and a shell's startup files are not cut short.
-func (s *session) reap(c *exec.Cmd, exited <-chan *os.ProcessState) *os.ProcessState {
+func (s *session) reap(exited <-chan *os.ProcessState) *os.ProcessState {
 	select {
 	case st := <-exited:
 		return st

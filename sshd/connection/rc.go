@@ -70,7 +70,7 @@ func (s *session) runPrelude(a *account, p *prelude, cio *childIO) {
 		s.c.stderr.Write([]byte("Could not run " + p.what + "\r\n"))
 		return
 	}
-	st := s.reap(c, waitProcess(c))
+	st := s.reap(waitProcess(c))
 	if st != nil && !st.Success() {
 		s.m.log.Info("connection: "+p.what+" failed", "status", st.String())
 	}
