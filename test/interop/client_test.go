@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/offload/offload/internal/testenv"
@@ -50,6 +51,7 @@ type attempt struct {
 	remote string // the cell's directory on the server side
 	local  string // the cell's directory on the client side
 	tools  map[string]string
+	prog   progress // what the running op's processes do (watchdog_test.go)
 }
 
 // key is the client's private key (OpenSSH format) for this cell.
@@ -116,8 +118,18 @@ func (a *attempt) cmd(ctx context.Context, env []string, stdin string, name stri
 	}
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
+	// Stopping an op stops its client's children too (rsync's and git's
+	// ssh), which would hold its output open.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	err := c.Start()
+	if err == nil {
+		a.prog.started(c.Process.Pid)
+		err = c.Wait()
+		a.prog.ended(c.Process.Pid)
+	}
 	if err != nil {
+		err = withCause(ctx, err)
 		return out.String(), fmt.Errorf("%s: %v: %s", name, err, tail(errb.String()+out.String(), 1500))
 	}
 	return out.String(), nil

@@ -1,7 +1,6 @@
 package interop_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"maps"
@@ -19,7 +18,6 @@ var (
 	writeTable = flag.String("write-table", "", "write the results as markdown to this file (e.g. ../../docs/interop.md); \"\" writes nothing")
 	parallel   = flag.Int("cells", 4, "cells run at once")
 	selection  = flag.String("cipher-selection", transport.SelectionMeasured, "the servers' CipherSelection (offload sshd's default: measured)")
-	opTimeout  = flag.Duration("op-timeout", time.Minute, "time limit of one op")
 )
 
 func allClients() []*client {
@@ -113,15 +111,7 @@ func runCell(t *testing.T, e *env, cl *client, c cell, tools map[string]string, 
 		}
 		ranData = ranData || o.data
 		mark := s.log.mark()
-		ctx, cancel := context.WithTimeout(context.Background(), *opTimeout)
-		err := o.run(ctx, a)
-		cancel()
-		time.Sleep(20 * time.Millisecond) // the server logs the end of the connection
-		if err != nil {
-			// A failed negotiation is told by the server's log line, which
-			// can come after the client has given up (on a loaded machine).
-			s.log.waitFor(mark, 10*time.Second, func(r record) bool { return r.attrs["err"] != "" })
-		}
+		err := runOp(t, o, a, s, mark)
 		recs := s.log.since(mark)
 		out := judge(cl, c, err, recs)
 		if n := negotiated(recs); n != "" {
@@ -132,6 +122,18 @@ func runCell(t *testing.T, e *env, cl *client, c cell, tools map[string]string, 
 		out = expect(t, cl.name, c.name, o.name, out)
 		res.set(key(cl.name, c.name, o.name), out)
 	}
+}
+
+// runOp runs an op under the watchdog (opContext) and waits until the
+// server has logged the end of its connections: a failed negotiation is
+// told by the server's line, which can come after the client has given
+// up, and a client's last re-exchange is logged as it ends.
+func runOp(t *testing.T, o op, a *attempt, s *server, mark int) error {
+	ctx, cancel := opContext(t, &a.prog)
+	err := o.run(ctx, a)
+	cancel()
+	s.settle(t, mark, err == nil)
+	return err
 }
 
 // judge turns an op's error and the server's log into an outcome.

@@ -196,10 +196,11 @@ func xcryptoSession(ctx context.Context, a *attempt, f func(*ssh.Client) error) 
 		cfg.RekeyThreshold = rekeyBytes
 	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", a.s.addr)
+	tcp, err := d.DialContext(ctx, "tcp", a.s.addr)
 	if err != nil {
 		return err
 	}
+	nc := countedConn{Conn: tcp, p: &a.prog}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 	cc, chans, reqs, err := ssh.NewClientConn(nc, a.s.addr, cfg)

@@ -2,7 +2,6 @@ package interop_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -103,9 +102,7 @@ func runRekeyOps(t *testing.T, e *env, cl *client, c cell, s *server) {
 		ran++
 		mark := s.log.mark()
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := o.run(ctx, a)
-		cancel()
+		err := runOp(t, o, a, s, mark)
 		recs := s.log.since(mark)
 		out := judge(cl, c, err, recs)
 		byServer, byClient := rekeys(recs)
@@ -145,7 +142,7 @@ func TestRekeyLimitTiny(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a := &attempt{e: e, c: cell{name: name, axis: "rekey"}, s: s, remote: e.remoteDir(t, slugRE.ReplaceAllString(name, "-")),
 				local: t.TempDir(), tools: map[string]string{"ssh": "ssh"}}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := opContext(t, &a.prog)
 			defer cancel()
 			if err := a.wantOutput(ctx, execWant, nil, "ssh", a.sshArgs(execCommand)...); err != nil {
 				t.Fatalf("login: %v", err)
@@ -158,6 +155,7 @@ func TestRekeyLimitTiny(t *testing.T) {
 				t.Fatal(err)
 			}
 			if s.log != nil {
+				s.settle(t, 0, true)
 				byServer, byClient := rekeys(s.log.since(0))
 				if byServer == 0 {
 					t.Errorf("no re-exchange started by the server with RekeyLimit 16")
@@ -183,7 +181,7 @@ func TestPreauthRekeyFloodSeparated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	rc.SetDeadline(time.Now().Add(time.Minute))
+	rc.SetDeadline(testenv.StartupDeadline(t)) // a hang guard: the server ends the flood
 	if err := rc.Handshake(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -323,13 +321,8 @@ func freePort(t *testing.T) string {
 
 func waitListening(t *testing.T, addr string, log func() string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testenv.WaitUntil(t, func() bool { return testenv.Listening(addr) }) {
+		return
 	}
 	t.Fatalf("no server listening on %s:\n%s", addr, log())
 }

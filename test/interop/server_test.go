@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
@@ -103,6 +105,7 @@ type server struct {
 	addr, port string
 	hostPubs   []ssh.PublicKey
 	log        *recorder
+	accepted   *atomic.Int64 // connections accepted (the in-process server's)
 }
 
 // startServer starts offload's server for c in process on 127.0.0.1.
@@ -152,7 +155,7 @@ func (e *env) startServer(t *testing.T, c cell) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: l.Addr().String(), log: rec}
+	s := &server{addr: l.Addr().String(), log: rec, accepted: new(atomic.Int64)}
 	_, s.port, _ = net.SplitHostPort(s.addr)
 	for _, k := range cfg.HostKeys {
 		pub, err := ssh.NewPublicKey(k.Public())
@@ -161,13 +164,78 @@ func (e *env) startServer(t *testing.T, c cell) *server {
 		}
 		s.hostPubs = append(s.hostPubs, pub)
 	}
-	go srv.Serve(l)
+	go srv.Serve(countingListener{Listener: l, n: s.accepted})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
 	return s
+}
+
+// countingListener counts the connections it accepts; they are the
+// listener's own (*net.TCPConn), so the server reads and writes them as
+// it does in production.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// settle waits until the server has logged the end of every connection
+// of an op (from mark on), so that its records are complete: the end
+// can come after the client has exited (a failed negotiation, the last
+// re-exchange's line) on a loaded machine. The in-process server counts
+// the connections it accepted; for the binary, every connection it
+// logged from mark on must end, and an op that worked had one. Bounded
+// by the test's startup deadline.
+func (s *server) settle(t *testing.T, mark int, worked bool) {
+	if s.log == nil {
+		return
+	}
+	testenv.WaitUntil(t, func() bool {
+		if s.accepted != nil {
+			return int64(len(endedConns(s.log.since(0)))) >= s.accepted.Load()
+		}
+		recs := s.log.since(mark)
+		seen, ended := map[string]bool{}, endedConns(recs)
+		for _, r := range recs {
+			if id := r.attrs["conn"]; id != "" {
+				seen[id] = true
+			}
+		}
+		for id := range seen {
+			if !ended[id] {
+				return false
+			}
+		}
+		return len(seen) > 0 || !worked
+	})
+}
+
+// endedConns are the connections among recs whose end is logged.
+func endedConns(recs []record) map[string]bool {
+	ended := map[string]bool{}
+	for _, r := range recs {
+		if id := r.attrs["conn"]; id != "" && isConnEnd(r) {
+			ended[id] = true
+		}
+	}
+	return ended
+}
+
+// isConnEnd: r is the last line of a connection (inproc's logEnd, the
+// monitor's end line, or an admission refusal).
+func isConnEnd(r record) bool {
+	return r.attrs["phase"] != "" || r.msg == "monitor: connection ended" ||
+		strings.HasPrefix(r.msg, "drop connection") || strings.HasPrefix(r.msg, "sshd: dropping connection")
 }
 
 // record is one log line of the server.
@@ -235,15 +303,6 @@ func (r *recorder) mark() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.records)
-}
-
-// waitFor waits, at most d, for a record from mark on that ok accepts.
-func (r *recorder) waitFor(mark int, d time.Duration, ok func(record) bool) {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if slices.ContainsFunc(r.since(mark), ok) {
-			return
-		}
-	}
 }
 
 // since returns the records from mark on.
