@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -453,7 +452,7 @@ func motdLine() string {
 func sftpBatch(t *testing.T, sftp string, cl *opensshClient, addr, batch string) (string, error) {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	lines := ""
 	for _, l := range strings.Split(strings.TrimSpace(batch), "\n") {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -47,4 +48,11 @@ func Listening(addr string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// Context is the context of a step a test waits for, such as a client's
+// run or a login: it ends at the startup deadline, so that a step that
+// hangs fails the test while a slow one on a loaded machine does not.
+func Context(t testing.TB) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.Background(), StartupDeadline(t))
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -38,7 +38,7 @@ func startServe(t *testing.T, a Authority) (*testClient, <-chan result) {
 	t.Helper()
 	server, client := memPipe(testSessionID)
 	ch := make(chan result, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := testenv.Context(t)
 	go func() {
 		p, err := Serve(ctx, server, a, nil)
 		ch <- result{p, err}

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"crypto/rand"
 	"net"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -40,7 +40,7 @@ func startRunFrom(t *testing.T, cfg *Config, remote net.Addr) (*testClient, <-ch
 	t.Helper()
 	server, client := memPipe(testSessionID)
 	ch := make(chan result, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := testenv.Context(t)
 	go func() {
 		p, err := Run(ctx, server, cfg, remote)
 		ch <- result{p, err}

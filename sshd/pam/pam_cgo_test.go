@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -154,7 +153,7 @@ func TestOATHDialog(t *testing.T) {
 	answers := []string{"first factor", strings.TrimSpace(string(out))}
 
 	h := start(t, cfg, u.Username)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	d := StartDialog(ctx, func(ctx context.Context, conv Conversation) error { return h.Authenticate(ctx, conv, 0) })
 	var prompts []string

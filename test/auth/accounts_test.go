@@ -156,7 +156,7 @@ func runOutcome(t *testing.T, env []string, name string, args ...string) string 
 	t.Helper()
 	// The bound only stops a hung client; a login through Debian's PAM
 	// stack took over 30 s on a machine with a load of 45.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env

@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,7 +80,7 @@ func authInfoLogin(t *testing.T, f *fixture, port, user, askpass, methods, key s
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
 		"-o", "NumberOfPasswordPrompts=1", "-o", "IdentitiesOnly=yes", "-i", key}
 	args = append(append(args, extra...), "-l", user, "127.0.0.1", authInfoScript)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, args...)
 	cmd.Env = append(os.Environ(), "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=:0")

@@ -2,14 +2,12 @@ package auth_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -24,7 +22,7 @@ func compressionRun(t *testing.T, f *fixture, port string, u *accountUser, compr
 	args := append(sshArgs(port, u.Username, "-v", "-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "Compression="+map[bool]string{true: "yes", false: "no"}[compress]), "")
 	args = append(args[:len(args)-2], "wc -c; seq 1 50000")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, args...)
 	cmd.Stdin = bytes.NewReader(make([]byte, 300000))

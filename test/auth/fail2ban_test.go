@@ -2,7 +2,6 @@ package auth_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,7 +22,7 @@ import (
 // given by sshpass through the environment (never on a command line).
 func passwordLogin(t *testing.T, f *fixture, sshpass, port, name, password string) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sshpass, "-e", f.ssh, "-F", "/dev/null", "-p", port,
 		"-o", "PreferredAuthentications=password", "-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=1",
@@ -38,7 +37,7 @@ func passwordLogin(t *testing.T, f *fixture, sshpass, port, name, password strin
 func tooManyPasswords(t *testing.T, f *fixture, port, name string) {
 	t.Helper()
 	ask := askpass(t, f.dir, "wrong-pw", "000000")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, sshArgs(port, name, "-o", "PreferredAuthentications=password",
 		"-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=4")...)

@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,7 +96,7 @@ func TestHostKeyAgentWithOpenSSH(t *testing.T) {
 // client's debug output.
 func hostKeyLogin(t *testing.T, f *fixture, port string, u *accountUser, knownHosts, alg string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, "-F", "/dev/null", "-v", "-p", port, "-o", "StrictHostKeyChecking=yes",
 		"-o", "UserKnownHostsFile="+knownHosts, "-o", "GlobalKnownHostsFile=/dev/null", "-o", "HostKeyAlgorithms="+alg,

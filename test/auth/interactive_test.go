@@ -1,14 +1,12 @@
 package auth_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/auth"
@@ -64,7 +62,7 @@ func interactiveLogin(t *testing.T, f *fixture, port, user, askpass, methods str
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
 		"-o", "NumberOfPasswordPrompts=1", "-o", "IdentitiesOnly=yes"}
 	args = append(append(args, extra...), "-l", user, "127.0.0.1", "true")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, args...)
 	cmd.Env = append(os.Environ(), "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=:0")

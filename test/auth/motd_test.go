@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +53,7 @@ func TestPAMMotd(t *testing.T) {
 func checkPAMMotd(t *testing.T, f *fixture, u *accountUser, service, sep, text string) {
 	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrintMotd no", "PrivilegeSeparation "+sep)
 	run := func(stdin string, extra ...string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := testenv.Context(t)
 		defer cancel()
 		args := append(append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}, extra...), sshArgs(d.port, u.Username)...)
 		if stdin != "" {
@@ -103,7 +102,7 @@ func TestLoginRecordsWithPAM(t *testing.T) {
 // entries past before.
 func checkRecordsWithPAM(t *testing.T, f *fixture, u *accountUser, wtmp string, before int64, sep string) {
 	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PrivilegeSeparation "+sep)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "RequestTTY=force"}, sshArgs(d.port, u.Username)...)
 	// The record is written just after the session's program starts (it
@@ -159,7 +158,7 @@ func TestPAMSessionOpenAndClose(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Remove(path) })
 	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PostauthPerConnection yes")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}, sshArgs(d.port, u.Username)...)
 	args[len(args)-1] = "cat " + record

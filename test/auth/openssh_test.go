@@ -141,7 +141,7 @@ func (f *fixture) login(s *server, key, remote string, opts ...string) (string, 
 		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
 		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
 		"-o", "SendEnv=SHLVL", "-l", f.user, "127.0.0.1", remote)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(f.t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, args...)
 	cmd.Env = append(os.Environ(), "SHLVL=1")

@@ -2,13 +2,11 @@ package auth_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
@@ -78,7 +76,7 @@ func startStock(t *testing.T, f *fixture, name, bin string, args []string, overr
 // returns its stdout and exit code.
 func clientRun(t *testing.T, env []string, stdin string, name string, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env

@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/pam"
@@ -42,7 +40,7 @@ func TestPAMUmask(t *testing.T) {
 		}
 		t.Cleanup(func() { os.Remove(path) })
 		d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrivilegeSeparation "+tc.sep)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := testenv.Context(t)
 		args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}, sshArgs(d.port, u.Username)...)
 		args[len(args)-1] = "umask" // the command, in place of sshArgs' true
 		out, err := exec.CommandContext(ctx, f.ssh, args...).CombinedOutput()

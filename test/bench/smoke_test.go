@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -35,7 +33,7 @@ func TestSmoke(t *testing.T) {
 		servers += ",offload-pkcs11"
 	}
 	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"-rounds", "1", "-size", "1MiB", "-clients", "1,4", "-handshakes", "4",
@@ -81,7 +79,7 @@ func TestSmokeRows(t *testing.T) {
 		t.Skip("no python3 with paramiko (on Debian: apt-get install python3-paramiko)")
 	}
 	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"-rounds", "1", "-size", "2MiB", "-servers", "openssh,offload", "-pkcs11=false",

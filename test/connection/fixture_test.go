@@ -122,7 +122,7 @@ func clientEnv(extra ...string) []string {
 func (f *fixture) ssh(t *testing.T, stdin []byte, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	bin := testenv.LookPath(t, "ssh", "apt-get install openssh-client")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	argv := append(f.common(), "-p", f.port, "-l", f.user)
 	argv = append(argv, args[:len(args)-1]...)
@@ -147,7 +147,7 @@ func (f *fixture) ssh(t *testing.T, stdin []byte, env []string, args ...string) 
 func (f *fixture) tool(t *testing.T, name string, stdin string, args ...string) (string, error) {
 	t.Helper()
 	bin := testenv.LookPath(t, name, "apt-get install openssh-client")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(append(f.common(), "-P", f.port), args...)...)
 	cmd.Env = clientEnv()

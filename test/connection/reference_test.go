@@ -3,7 +3,6 @@ package connection_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"os"
@@ -200,7 +199,7 @@ func roundTrip(t *testing.T, c net.Conn, msg string) {
 // runTool runs a program with a timeout and returns its combined output.
 func runTool(t *testing.T, env []string, name string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = clientEnv(env...)

@@ -2,14 +2,12 @@ package privsep
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -20,7 +18,7 @@ func (d *daemon) kbdIntLogin(a *account, answer string) (bool, string) {
 	d.t.Helper()
 	ask := filepath.Join(d.t.TempDir(), "askpass")
 	os.WriteFile(ask, []byte(fmt.Sprintf("#!/bin/sh\necho '%s'\n", answer)), 0o700)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(d.t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ssh", "-F", "/dev/null", "-p", d.port, "-o", "PreferredAuthentications=keyboard-interactive",
 		"-o", "NumberOfPasswordPrompts=1", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",

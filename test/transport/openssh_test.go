@@ -142,7 +142,7 @@ func (f *fixture) command(ctx context.Context, opts []string, remote string) *ex
 // status.
 func (f *fixture) run(t *testing.T, opts []string, remote string, stdin []byte) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := f.command(ctx, opts, remote)
 	var out, errb bytes.Buffer
@@ -183,7 +183,7 @@ func (f *fixture) sftpErr(t *testing.T, opts []string, batch string) (string, er
 	args = append(args, "-b", "-", "-P", f.port, "-i", f.key, "-F", "/dev/null",
 		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
 		"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sftp, append(args, f.user+"@127.0.0.1")...)
 	cmd.Stdin = strings.NewReader(batch)
@@ -369,7 +369,7 @@ func TestOpenSSHRekeyMidTransfer(t *testing.T) {
 // ordering and receives EXT_INFO with server-sig-algs.
 func TestOpenSSHStrictKexAndExtInfo(t *testing.T) {
 	f := newFixture(t, &sshd.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := f.command(ctx, nil, "true")
 	cmd.Args = append([]string{cmd.Args[0], "-vvv"}, cmd.Args[1:]...)
@@ -492,7 +492,7 @@ func TestOpenSSHHostBoundAuth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := testenv.Context(t)
 			defer cancel()
 			cmd := f.command(ctx, nil, "true")
 			cmd.Args = append([]string{cmd.Args[0], "-vvv"}, cmd.Args[1:]...)
