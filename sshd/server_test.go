@@ -222,7 +222,7 @@ func TestShutdownWaitsForServeConn(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("ServeConn still running after Shutdown")
 	}
 }

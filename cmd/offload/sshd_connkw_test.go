@@ -414,7 +414,7 @@ Match LocalPort %[4]d
 	done := u.cl.background(t, forced, "-N", "-M", "-S", filepath.Join(t.TempDir(), "ctl"), "-o", "ControlPersist=no")
 	select {
 	case <-done:
-	case <-time.After(15 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Error("UnusedConnectionTimeout 2s: an unused connection was not closed")
 	}
 

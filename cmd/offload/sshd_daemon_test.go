@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 // hostKeyOf dials addr and returns the host key the server presents. The
@@ -188,7 +190,7 @@ func TestSshdDaemonGracefulShutdown(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(15 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("shutdown hangs")
 	}
 	// The connection was given the shutdown timeout (2s), then cut.

@@ -143,7 +143,7 @@ func TestSshdInetd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("serveInetd: %v", err)
 		}
-	case <-time.After(60 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("inetd mode did not end with its connection")
 	}
 }

@@ -91,7 +91,7 @@ func TestSshdSignals(t *testing.T) {
 		if err != nil {
 			t.Errorf("exit after SIGTERM: %v", err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("no exit after SIGTERM")
 	}
 	if _, err := os.Stat(pid); !os.IsNotExist(err) {

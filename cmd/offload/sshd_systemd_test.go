@@ -160,7 +160,7 @@ func TestSocketActivation(t *testing.T) {
 		if waitErr != nil {
 			t.Errorf("exit: %v\n%s", waitErr, stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("did not stop")
 	}
 }

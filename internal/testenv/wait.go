@@ -56,3 +56,10 @@ func Listening(addr string) bool {
 func Context(t testing.TB) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), StartupDeadline(t))
 }
+
+// Timeout fires at the startup deadline: the bound of a select that
+// waits for an event (a connection ending, a reply), so that only an
+// event that never comes fails the test.
+func Timeout(t testing.TB) <-chan time.Time {
+	return time.After(time.Until(StartupDeadline(t)))
+}

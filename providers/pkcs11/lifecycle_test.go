@@ -15,6 +15,7 @@ import (
 
 	"github.com/offload/offload/internal/pkcs11faults"
 	"github.com/offload/offload/internal/softhsm"
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11/uri"
 )
@@ -206,7 +207,7 @@ func TestAllowMissing(t *testing.T) {
 	late := softhsm.NewToken(t, softhsm.WithLabel("latecomer"))
 	select {
 	case <-changed:
-	case <-time.After(10 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatalf("the token appeared but was not attached: %v", p.Pending())
 	}
 	if len(p.Pending()) != 0 || !provider.Supports(p, "ed25519", provider.OpSign) {

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"net"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -176,7 +175,7 @@ func wantResult(t *testing.T, ch <-chan result) result {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(10 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("Run did not return")
 	}
 	return result{}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -639,7 +640,7 @@ func TestContextCancelInterruptsRead(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run error %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("Run ignored the cancelled context")
 	}
 }

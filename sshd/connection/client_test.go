@@ -102,7 +102,7 @@ func (c *client) wait(t testing.TB) error {
 	case err := <-c.serveErr:
 		c.serveErr <- err
 		return err
-	case <-time.After(20 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatalf("Serve did not return")
 		return nil
 	}
@@ -310,7 +310,7 @@ func (c *client) open(kind string, window, maxPacket uint32, extra []byte) (*cch
 		return ch, err
 	case <-c.done:
 		return nil, fmt.Errorf("connection closed")
-	case <-time.After(10 * time.Second):
+	case <-testenv.Timeout(c.t):
 		return nil, fmt.Errorf("open timed out")
 	}
 }
@@ -360,7 +360,7 @@ func (c *client) global(t testing.TB, name string, payload []byte) []byte {
 	case r := <-c.replies:
 		<-c.globals
 		return r
-	case <-time.After(5 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatalf("no reply to %s", name)
 		return nil
 	}
@@ -385,7 +385,7 @@ func (ch *cchan) req(kind string, wantReply bool, payload []byte) bool {
 	select {
 	case ok := <-ch.replies:
 		return ok
-	case <-time.After(10 * time.Second):
+	case <-testenv.Timeout(ch.cl.t):
 		ch.cl.t.Errorf("no reply to %s", kind)
 		return false
 	}

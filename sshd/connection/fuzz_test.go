@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"io"
 	"testing"
-	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -96,7 +96,7 @@ func FuzzMux(f *testing.F) {
 			if err != nil && !asProtocolError(err, &pe) && !bytes.Contains([]byte(err.Error()), []byte("memconn")) {
 				t.Fatalf("Serve: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-testenv.Timeout(t):
 			t.Fatal("Serve hung")
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/perm"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -25,7 +26,7 @@ func nextIncoming(t *testing.T, c *client) incomingChan {
 	select {
 	case in := <-c.incoming:
 		return in
-	case <-time.After(5 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("the server opened no channel")
 		return incomingChan{}
 	}

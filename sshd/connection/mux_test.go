@@ -94,7 +94,7 @@ func TestGlobalRequests(t *testing.T) {
 		select {
 		case r := <-c.globals:
 			return r
-		case <-time.After(5 * time.Second):
+		case <-testenv.Timeout(t):
 			t.Fatalf("no reply to %s", name)
 			return 0
 		}

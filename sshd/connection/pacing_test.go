@@ -3,6 +3,8 @@ package connection
 import (
 	"testing"
 	"time"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 const ms = int64(time.Millisecond)
@@ -129,7 +131,7 @@ func TestPacerValve(t *testing.T) {
 		if k == 0 {
 			t.Fatal("reserve returned nothing")
 		}
-	case <-time.After(10 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("the sender is still held back by the limit without window adjustments")
 	}
 	c.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 // pair returns two running peers; h handles what b receives.
@@ -111,7 +113,7 @@ func TestPeerDeathFailsCalls(t *testing.T) {
 		if !errors.Is(err, ErrClosed) {
 			t.Fatalf("pending call: %v, want ErrClosed", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("pending call hangs after the other side closed")
 	}
 	if _, err := a.Call(context.Background(), TypeDecide, nil); !errors.Is(err, ErrClosed) {
@@ -137,7 +139,7 @@ func TestForgedReply(t *testing.T) {
 		if !errors.As(a.Err(), &pe) {
 			t.Fatalf("read loop ended with %v", a.Err())
 		}
-	case <-time.After(5 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("a forged reply did not end the connection")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/ipc"
 	"github.com/offload/offload/sshd/plan"
@@ -258,7 +259,7 @@ func (r *rig) end(t *testing.T, addr string, done <-chan struct{}) ConnEnd {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatalf("connection from %s did not end", addr)
 	}
 	r.mu.Lock()

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/auth"
 	"github.com/offload/offload/sshd/connection"
 	"github.com/offload/offload/sshd/ipc"
@@ -190,7 +191,7 @@ func TestCompromisedWorker(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatalf("the connection did not end; log:\n%s", logs)
 	}
 	want := map[string]string{

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/sshd/ipc"
 )
@@ -56,7 +57,7 @@ func TestReporterSendsDeltas(t *testing.T) {
 			for _, s := range mt.Samples {
 				ops, bytes = ops+s.Ops, bytes+s.Bytes
 			}
-		case <-time.After(5 * time.Second):
+		case <-testenv.Timeout(t):
 			t.Fatal("no metrics")
 		}
 	}

@@ -5,9 +5,10 @@ import (
 	"io"
 	"sync"
 	"testing"
-	"time"
 
 	pkgsftp "github.com/pkg/sftp"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 // bufPipe is one direction of an in-memory channel: writes never block,
@@ -116,7 +117,7 @@ func newClient(t testing.TB, cfg *Config, opts ...pkgsftp.ClientOption) *pkgsftp
 			if err != nil {
 				t.Errorf("server: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-testenv.Timeout(t):
 			t.Errorf("server did not end after the client closed")
 		}
 	})

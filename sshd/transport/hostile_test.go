@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -338,7 +339,7 @@ func TestRekeyTimeout(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error")
 		}
-	case <-time.After(5 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("writer still blocked after the kex timeout")
 	}
 	ok := waitFor(func() bool {

@@ -154,7 +154,7 @@ func (b *background) errors() string {
 func (b *background) waitLine(t *testing.T, re string) []string {
 	t.Helper()
 	rx := regexp.MustCompile(re)
-	timeout := time.After(15 * time.Second)
+	timeout := testenv.Timeout(t)
 	for {
 		select {
 		case l := <-b.lines:

@@ -108,7 +108,7 @@ func TestUnusedConnectionTimeout(t *testing.T) {
 	go func() { done <- b.cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("an unused master connection was not closed")
 	}
 	// With a session open past the timeout, the connection stays.

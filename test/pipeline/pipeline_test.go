@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/pkcs11"
 
 	"github.com/offload/offload/internal/pkcs11faults"
+	"github.com/offload/offload/internal/testenv"
 	ourpkcs11 "github.com/offload/offload/providers/pkcs11"
 )
 
@@ -95,7 +96,7 @@ func TestTokenLostNoFallback(t *testing.T) {
 		if err == nil {
 			t.Fatal("the download completed with the token gone and fallback off")
 		}
-	case <-time.After(20 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("the connection did not end after the token was lost")
 	}
 	tok.faults.Remove(id)

@@ -115,7 +115,7 @@ func TestForwardedConnectionIsTheUsers(t *testing.T) {
 		if uid != a.Uid {
 			t.Fatalf("the forwarded connection's socket is uid %s's, want the user's %s", uid, a.Uid)
 		}
-	case <-time.After(15 * time.Second):
+	case <-testenv.Timeout(t):
 		t.Fatal("no forwarded connection arrived")
 	}
 }
