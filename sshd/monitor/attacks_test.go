@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -412,6 +413,24 @@ func TestWorkerCleanExitNoCrash(t *testing.T) {
 	a, d := r.admit(t, "127.0.0.2")
 	if e := r.end(t, a, d); e.Outcome != ipc.OutcomeLost {
 		t.Errorf("%v, want worker-lost", e.Outcome)
+	}
+}
+
+// TestNoWorkerStartsAfterShutdown: a worker respawned while Shutdown
+// waits for the child processes is not started (CI's race detector saw
+// respawn add to the WaitGroup Shutdown was waiting on, after a worker
+// of TestWorkerCleanExitNoCrash exited as the test ended).
+func TestNoWorkerStartsAfterShutdown(t *testing.T) {
+	r := startRig(t, "exit0", nil, nil)
+	if err := r.m.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w, err := r.m.startWorker(0)
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("starting a worker after Shutdown: %v, want ErrClosed", err)
+	}
+	if w.cmd.Process != nil {
+		t.Errorf("a worker process (pid %d) started after Shutdown", w.cmd.Process.Pid)
 	}
 }
 

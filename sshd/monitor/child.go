@@ -194,14 +194,20 @@ func (c *child) start(cfg *ipc.ChildConfig, env []string) error {
 	if c.cmd.SysProcAttr.Pdeathsig != 0 {
 		start = func() error { return startChild(c.cmd) }
 	}
+	if !c.m.addKid() {
+		childErr.Close()
+		stderr.Close()
+		parent.Close()
+		return ErrClosed
+	}
 	err = start()
 	childErr.Close()
 	if err != nil {
+		c.m.kids.Done()
 		stderr.Close()
 		parent.Close()
 		return fmt.Errorf("monitor: starting %s: %w", c.name, err)
 	}
-	c.m.kids.Add(1)
 	go c.relayStderr(stderr)
 	if c.peer, err = ipc.NewPeer(parent, c.handle); err != nil {
 		c.cmd.Process.Kill()
@@ -586,6 +592,9 @@ func (m *Monitor) respawn(slot int, wait time.Duration) {
 		w, err := m.startWorker(slot)
 		if err == nil {
 			m.installWorker(slot, w)
+			return
+		}
+		if errors.Is(err, ErrClosed) {
 			return
 		}
 		m.log.Error("monitor: restarting a pre-auth worker failed", "slot", slot, "err", err)

@@ -225,6 +225,7 @@ type Monitor struct {
 	closing  bool
 	kids     sync.WaitGroup // child processes not yet reaped
 	handed   bool           // Detach gave the sessions to a keeper (keeper.go)
+	reaping  bool           // Shutdown waits for the child processes: no more start
 }
 
 // New checks cfg and starts the pre-auth workers.
@@ -549,8 +550,25 @@ func (m *Monitor) Shutdown(ctx context.Context) error {
 		k.end("server shutting down")
 	}
 	m.cancel()
+	m.mu.Lock()
+	m.reaping = true // a worker respawned meanwhile is not started (addKid)
+	m.mu.Unlock()
 	m.kids.Wait()
 	return err
+}
+
+// addKid counts a child process about to start, unless Shutdown has
+// begun to wait for them (false): a WaitGroup must not grow from zero
+// while it is waited for, and a process started then would outlive the
+// monitor's shutdown.
+func (m *Monitor) addKid() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reaping {
+		return false
+	}
+	m.kids.Add(1)
+	return true
 }
 
 func (m *Monitor) connsIn(phases ...phase) []*mconn {
