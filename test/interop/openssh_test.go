@@ -15,7 +15,7 @@ import (
 func sshOptions(a *attempt) []string {
 	o := []string{"-F", "/dev/null", "-i", a.key(), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-		"-o", "ConnectTimeout=20"}
+		"-o", fmt.Sprintf("ConnectTimeout=%d", clientTimeout)}
 	if a.c.clientRekey {
 		o = append(o, "-o", fmt.Sprintf("RekeyLimit=%dK", rekeyBytes>>10))
 	}
@@ -195,9 +195,9 @@ func lftpClient() *client {
 		ops: []op{
 			{name: "sftp", data: true, run: func(ctx context.Context, a *attempt) error {
 				up, down := a.remotePath("lftp"), filepath.Join(a.local, "lftp-down")
-				script := fmt.Sprintf("set sftp:connect-program %q; set net:max-retries 1; set net:timeout 20; "+
+				script := fmt.Sprintf("set sftp:connect-program %q; set net:max-retries 1; set net:timeout %d; "+
 					"open -u %s, -p %s sftp://127.0.0.1; put %s -o %s; get %s -o %s; bye",
-					sshCommand(a, "-a", "-x"), a.e.user, a.s.port, a.e.payload, up, up, down)
+					sshCommand(a, "-a", "-x"), clientTimeout, a.e.user, a.s.port, a.e.payload, up, up, down)
 				if _, err := a.cmd(ctx, []string{"HOME=" + a.local}, "", "lftp", "-c", script); err != nil {
 					return err
 				}

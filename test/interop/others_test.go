@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ import (
 // cells' servers choose for it.
 func curlClient() *client {
 	base := func(a *attempt) []string {
-		return []string{"-sS", "--insecure", "--connect-timeout", "20", "-u", a.e.user + ":",
+		return []string{"-sS", "--insecure", "--connect-timeout", strconv.Itoa(clientTimeout), "-u", a.e.user + ":",
 			"--key", a.key(), "--pubkey", a.key() + ".pub"}
 	}
 	url := func(a *attempt, scheme, path string) string {
@@ -74,7 +75,7 @@ func rcloneClient() *client {
 					a.s.port, a.e.user, a.key(), up)
 				env := []string{"RCLONE_CONFIG=" + filepath.Join(a.local, "no-rclone.conf"), "HOME=" + a.local,
 					"XDG_CACHE_HOME=" + a.local, "XDG_CONFIG_HOME=" + a.local}
-				flags := []string{"-q", "--retries", "1", "--low-level-retries", "1", "--contimeout", "20s"}
+				flags := []string{"-q", "--retries", "1", "--low-level-retries", "1", "--contimeout", fmt.Sprintf("%ds", clientTimeout)}
 				if _, err := a.cmd(ctx, env, "", "rclone", append(flags, "copyto", a.e.payload, remote)...); err != nil {
 					return err
 				}

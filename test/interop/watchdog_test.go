@@ -133,6 +133,12 @@ func procWork(pid int) int64 {
 	return v
 }
 
+// clientTimeout (seconds) is what the harness gives clients for their own
+// connect, handshake and idle limits: more than -op-stall, so that a
+// slow handshake on a loaded machine (node-ssh2's 20 s ran out in a DH
+// group exchange at load 13) is the watchdog's to judge.
+const clientTimeout = 3600
+
 // errStalled is why an op's context ended.
 type errStalled struct{ idle time.Duration }
 

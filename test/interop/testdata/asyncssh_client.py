@@ -16,7 +16,7 @@ import asyncssh  # noqa: E402
 async def main():
     host, port, user, key, op, payload, remote, local, rekey = sys.argv[1:10]
     opts = dict(host=host, port=int(port), username=user, client_keys=[key],
-                known_hosts=None, agent_path=None, config=[], login_timeout=20)
+                known_hosts=None, agent_path=None, config=[], login_timeout=3600)  # the harness stops a stalled client
     if int(rekey) > 0:
         opts["rekey_bytes"] = int(rekey)
     async with asyncssh.connect(**opts) as conn:

@@ -23,7 +23,11 @@ def load_key(path):
 def main():
     host, port, user, key, op, payload, remote, local, rekey = sys.argv[1:10]
     t = paramiko.Transport((host, int(port)))
-    t.start_client(timeout=20)
+    # The harness stops a stalled client: no limit of paramiko's own
+    # (15 s for the banner and the key exchange by default) may end a slow
+    # one on a loaded machine.
+    t.banner_timeout = t.handshake_timeout = t.auth_timeout = 3600
+    t.start_client(timeout=3600)
     t.auth_publickey(user, load_key(key))
     every = int(rekey)
     next_at = [every]
