@@ -13,29 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestParseProcStat(t *testing.T) {
-	// A command name with blanks and parentheses, as a process may set.
-	line := "4242 (sshd: a) b (x)) S 17 4242 4242 0 -1 4194560 1 0 0 0 150 25 7 3 20 0 1 0 100 1 1\n"
-	s, err := parseProcStat(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := procStat{PID: 4242, Comm: "sshd: a) b (x)", PPID: 17, State: 'S', UTime: 150, STime: 25, CUTime: 7, CSTime: 3}
-	if s != want {
-		t.Fatalf("got %+v, want %+v", s, want)
-	}
-	if s.Ticks() != 185 {
-		t.Fatalf("Ticks = %d, want 185", s.Ticks())
-	}
-	for _, bad := range []string{"", "12 sshd S 1", "x (a) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14", "1 (a) S 1 2 3",
-		"1 (a) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14", "1 (a) S 1 2 3 4 5 6 7 8 9 10 -1 12 13 14"} {
-		if _, err := parseProcStat(bad); err == nil {
-			t.Errorf("parseProcStat(%q) succeeded", bad)
-		}
-	}
-}
+	"github.com/offload/offload/internal/proctree"
+)
 
 func stat(pid, ppid int, u, s, cu, cs int) string {
 	return strings.Join([]string{itoa2(pid), "(p)", "S", itoa2(ppid), "0 0 0 0 0 0 0 0 0", itoa2(u), itoa2(s), itoa2(cu), itoa2(cs), "20 0 1 0"}, " ")
@@ -43,7 +23,7 @@ func stat(pid, ppid int, u, s, cu, cs int) string {
 
 func itoa2(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-func TestTreeTicks(t *testing.T) {
+func TestCPUMeter(t *testing.T) {
 	dir := t.TempDir()
 	write := func(pid, ppid, u, s, cu, cs int) {
 		d := filepath.Join(dir, itoa2(pid))
@@ -55,20 +35,6 @@ func TestTreeTicks(t *testing.T) {
 	write(102, 101, 1, 1, 4, 0)   // its child
 	write(200, 1, 999, 999, 0, 0) // unrelated
 	os.Mkdir(filepath.Join(dir, "self"), 0o755)
-	tab, err := readProcTable(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := len(tab.descendants(100)); got != 2 {
-		t.Fatalf("descendants = %d, want 2", got)
-	}
-	n, err := tab.treeTicks(100)
-	if err != nil || n != 176 {
-		t.Fatalf("treeTicks = %d, %v", n, err)
-	}
-	if _, err := tab.treeTicks(999); err == nil {
-		t.Fatal("treeTicks of a missing process succeeded")
-	}
 	m := cpuMeter{procDir: dir, pid: 100}
 	sec, err := m.Seconds()
 	if err != nil || math.Abs(sec-1.76) > 1e-9 {
@@ -423,7 +389,7 @@ func TestSessionTicks(t *testing.T) {
 	line := func(pid, ppid int, comm string, u int) string {
 		return strings.Replace(stat(pid, ppid, u, 0, 0, 0), "(p)", "("+comm+")", 1)
 	}
-	tab := procTable{}
+	tab := proctree.Table{}
 	for _, l := range []string{
 		line(100, 1, "offload", 50),     // monitor
 		line(101, 100, "sshd-user", 40), // post-auth process
@@ -437,14 +403,14 @@ func TestSessionTicks(t *testing.T) {
 		line(203, 202, "bash", 6),
 		line(300, 1, "cat", 99), // unrelated
 	} {
-		s, err := parseProcStat(l)
+		s, err := proctree.ParseStat([]byte(l))
 		if err != nil {
 			t.Fatal(err)
 		}
 		tab[s.PID] = s
 	}
 	for root, want := range map[int]map[int]uint64{100: {102: 9, 104: 3}, 200: {203: 6}} {
-		got := tab.sessionTicks(root)
+		got := sessionTicks(tab, root)
 		if len(got) != len(want) {
 			t.Errorf("root %d: %v, want %v", root, got, want)
 		}

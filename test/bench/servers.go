@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/test/bench/internal/login"
 )
 
@@ -287,8 +288,8 @@ func (s *server) stop() error {
 
 // signalTree signals pid's descendants, its process group and pid.
 func signalTree(pid int, sig syscall.Signal) {
-	if t, err := readProcTable("/proc"); err == nil {
-		kids := t.descendants(pid)
+	if t, err := proctree.Read("/proc"); err == nil {
+		kids := t.Descendants(pid)
 		slices.Reverse(kids)
 		for _, k := range kids {
 			syscall.Kill(k, sig)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/test/bench/internal/login"
 	"golang.org/x/crypto/ssh"
 )
@@ -505,7 +506,7 @@ func percentile(xs []float64, p float64) float64 {
 // treeRSS sums the resident set of root and every descendant, in bytes
 // (/proc/PID/statm's second field, in pages).
 func treeRSS(procDir string, root int) (int64, error) {
-	t, err := readProcTable(procDir)
+	t, err := proctree.Read(procDir)
 	if err != nil {
 		return 0, err
 	}
@@ -513,7 +514,7 @@ func treeRSS(procDir string, root int) (int64, error) {
 		return 0, fmt.Errorf("bench: process %d is gone", root)
 	}
 	var sum int64
-	for _, pid := range append([]int{root}, t.descendants(root)...) {
+	for _, pid := range append([]int{root}, t.Descendants(root)...) {
 		b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "statm"))
 		if err != nil {
 			continue // exited meanwhile

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/internal/testenv"
 )
 
@@ -61,67 +62,17 @@ func (p *progress) value() int64 {
 	}
 	p.mu.Unlock()
 	v := p.moved.Load()
-	for _, pid := range descendants(roots) {
-		v += procWork(pid)
+	t, _ := proctree.Read("/proc")
+	for _, pid := range append(roots, t.Descendants(roots...)...) {
+		v += int64(t[pid].UTime+t[pid].STime) + ioChars(pid)
 	}
 	return v
 }
 
-// descendants returns roots and every process below them.
-func descendants(roots []int) []int {
-	if len(roots) == 0 {
-		return nil
-	}
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp := parentOf(pid); pp > 0 {
-			children[pp] = append(children[pp], pid)
-		}
-	}
-	all := append([]int(nil), roots...)
-	for i := 0; i < len(all); i++ {
-		all = append(all, children[all[i]]...)
-	}
-	return all
-}
-
-// statFields returns the fields of /proc/PID/stat after the command
-// name (which may hold spaces): state is the first.
-func statFields(pid int) [][]byte {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return bytes.Fields(b[i+1:])
-}
-
-func parentOf(pid int) int {
-	f := statFields(pid)
-	if len(f) < 2 {
-		return 0
-	}
-	pp, _ := strconv.Atoi(string(f[1]))
-	return pp
-}
-
-// procWork is a process's CPU ticks plus the bytes it passed to read and
-// write.
-func procWork(pid int) int64 {
+// ioChars is the bytes a process passed to read and write (rchar and
+// wchar of /proc/PID/io).
+func ioChars(pid int) int64 {
 	var v int64
-	if f := statFields(pid); len(f) > 12 {
-		u, _ := strconv.ParseInt(string(f[11]), 10, 64) // utime
-		s, _ := strconv.ParseInt(string(f[12]), 10, 64) // stime
-		v += u + s
-	}
 	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		k, val, ok := bytes.Cut(line, []byte(": "))

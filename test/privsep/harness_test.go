@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 )
@@ -257,8 +258,8 @@ func status(pid int) map[string]string {
 func (d *daemon) serverPid() int { return d.cmd.Process.Pid }
 
 func parentOf(pid int) int {
-	n, _ := strconv.Atoi(status(pid)["PPid"])
-	return n
+	s, _ := proctree.ReadStat("/proc", pid)
+	return s.PPID
 }
 
 // firstField is the first of the whitespace-separated values of a status

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/internal/testenv"
 )
 
@@ -167,12 +168,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, after, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(after, "Z")
+	s, err := proctree.ReadStat("/proc", pid)
+	return err == nil && s.State != 'Z'
 }
 
 func freePort(t *testing.T) string {
