@@ -46,9 +46,11 @@ func RunChild() {
 		os.Exit(preauth.Main())
 	case ipc.RolePostauth:
 		sandbox.SetName("sshd-user")
+		sandbox.HangupDefault()
 		os.Exit(postauth.Main())
 	case ipc.RolePAMKeeper, ipc.RoleLegacyPAMKeeper:
 		sandbox.SetName("sshd-pam")
+		sandbox.HangupDefault()
 		os.Exit(postauth.PAMKeeperMain())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/offload/offload/sshd/inproc"
 	"github.com/offload/offload/sshd/monitor"
 	"github.com/offload/offload/sshd/plan"
+	"github.com/offload/offload/sshd/sandbox"
 	"github.com/offload/offload/sshd/transport"
 	"github.com/offload/offload/sshd/wire"
 )
@@ -54,6 +55,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
+	sandbox.HangupDefault() // the sessions of a server started under nohup end on a hangup
 	st, err := cfg.settings()
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,7 +123,10 @@ func waitLog(t *testing.T, lines <-chan string, re *regexp.Regexp) string {
 }
 
 // TestSshdInetdOpenSSH drives inetd mode with the OpenSSH client through
-// ProxyCommand, the way OpenSSH's own regress harness runs sshd -i.
+// ProxyCommand, the way OpenSSH's own regress harness runs sshd -i. The
+// server runs under nohup, SIGHUP ignored: the session's program must
+// still get SIGHUP's default action, as under OpenSSH's sshd, or it
+// outlives a hangup of its terminal.
 func TestSshdInetdOpenSSH(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -132,14 +136,21 @@ func TestSshdInetdOpenSSH(t *testing.T) {
 	cc, ak := clientFor(t, dir)
 	key := writeClientKey(t, dir, ak)
 	cfg := writeConfig(t, "StrictModes no\nAuthorizedKeysFile "+ak+"\n")
-	proxy := fmt.Sprintf("env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
+	proxy := fmt.Sprintf("nohup env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
 	cmd := exec.Command(sshPath, "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ProxyCommand="+proxy,
-		cc.User+"@offload-inetd", "echo", "inetd-ok")
+		cc.User+"@offload-inetd", "echo inetd-ok; sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status")
 	cmd.Env = append(os.Environ(), "SHLVL=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "inetd-ok") {
 		t.Fatalf("ssh via sshd -i: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`(?m)^([0-9a-f]{16})$`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no SigIgn mask in the session's output:\n%s", out)
+	}
+	if mask, _ := strconv.ParseUint(m[1], 16, 64); mask&1 != 0 {
+		t.Fatalf("the session's program ignores SIGHUP (SigIgn %s)", m[1])
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -243,5 +245,34 @@ func TestCheckChroot(t *testing.T) {
 	}
 	if err := CheckChroot("relative/dir"); err == nil {
 		t.Error("a relative path was accepted")
+	}
+}
+
+// childIgnoresHangup reports whether a program started now has SIGHUP
+// ignored (bit 0 of SigIgn in its /proc status).
+func childIgnoresHangup(t *testing.T) bool {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", "sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask, err := strconv.ParseUint(strings.TrimSpace(string(out)), 16, 64)
+	if err != nil {
+		t.Fatalf("SigIgn %q: %v", out, err)
+	}
+	return mask&1 != 0
+}
+
+// TestHangupDefault: with SIGHUP ignored in this process (as under
+// nohup), programs started after hangupDefault get the default action.
+func TestHangupDefault(t *testing.T) {
+	signal.Ignore(syscall.SIGHUP)
+	t.Cleanup(func() { signal.Reset(syscall.SIGHUP) })
+	if !childIgnoresHangup(t) {
+		t.Fatal("premise: a child of a process ignoring SIGHUP does not ignore it")
+	}
+	hangupDefault()
+	if childIgnoresHangup(t) {
+		t.Fatal("a program started after hangupDefault still ignores SIGHUP")
 	}
 }
