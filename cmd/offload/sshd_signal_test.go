@@ -126,21 +126,9 @@ func waitLog(t *testing.T, lines <-chan string, re *regexp.Regexp) string {
 // ProxyCommand, the way OpenSSH's own regress harness runs sshd -i. The
 // server runs under nohup, SIGHUP ignored: the session's program must
 // still get SIGHUP's default action, as under OpenSSH's sshd, or it
-// outlives a hangup of its terminal.
+// outlives a hangup of its terminal (TestSshdInetdHangup).
 func TestSshdInetdOpenSSH(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	sshPath := testenv.LookPath(t, "ssh", "apt-get install openssh-client")
-	dir := t.TempDir()
-	cc, ak := clientFor(t, dir)
-	key := writeClientKey(t, dir, ak)
-	cfg := writeConfig(t, "StrictModes no\nAuthorizedKeysFile "+ak+"\n")
-	proxy := fmt.Sprintf("nohup env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
-	cmd := exec.Command(sshPath, "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ProxyCommand="+proxy,
-		cc.User+"@offload-inetd", "echo inetd-ok; sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status")
-	cmd.Env = append(os.Environ(), "SHLVL=1")
+	cmd := inetdClient(t, "echo inetd-ok; sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "inetd-ok") {
 		t.Fatalf("ssh via sshd -i: %v\n%s", err, out)
@@ -152,6 +140,70 @@ func TestSshdInetdOpenSSH(t *testing.T) {
 	if mask, _ := strconv.ParseUint(m[1], 16, 64); mask&1 != 0 {
 		t.Fatalf("the session's program ignores SIGHUP (SigIgn %s)", m[1])
 	}
+}
+
+// TestSshdInetdHangup: a program in a terminal session ends when its
+// client vanishes (the terminal hangs up), although the server was
+// started with SIGHUP ignored.
+func TestSshdInetdHangup(t *testing.T) {
+	arg := strconv.Itoa(1000000 + os.Getpid()) // names this test's sleep
+	cmd := inetdClient(t, "sleep "+arg, "-tt")
+	in, err := cmd.StdinPipe() // held open: the session has no EOF to end on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.WaitUntil(t, func() bool { return len(cmdlinePIDs("sleep", arg)) == 1 }) {
+		cmd.Process.Kill()
+		t.Fatal("the session's sleep did not start")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !testenv.WaitUntil(t, func() bool { return len(cmdlinePIDs("sleep", arg)) == 0 }) {
+		for _, pid := range cmdlinePIDs("sleep", arg) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatal("the session's sleep outlived the hangup of its terminal")
+	}
+}
+
+// inetdClient is an OpenSSH client command running command (with the
+// extra client options opts) on offload sshd -i, started by its
+// ProxyCommand under nohup.
+func inetdClient(t *testing.T, command string, opts ...string) *exec.Cmd {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	sshPath := testenv.LookPath(t, "ssh", "apt-get install openssh-client")
+	dir := t.TempDir()
+	cc, ak := clientFor(t, dir)
+	key := writeClientKey(t, dir, ak)
+	cfg := writeConfig(t, "StrictModes no\nAuthorizedKeysFile "+ak+"\n")
+	proxy := fmt.Sprintf("nohup env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
+	args := append(opts, "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ProxyCommand="+proxy,
+		cc.User+"@offload-inetd", command)
+	cmd := exec.Command(sshPath, args...)
+	cmd.Env = append(os.Environ(), "SHLVL=1")
+	return cmd
+}
+
+// cmdlinePIDs lists the processes whose command line is exactly argv.
+func cmdlinePIDs(argv ...string) []int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && string(b) == want {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // writeClientKey writes an OpenSSH private key file whose public half is
