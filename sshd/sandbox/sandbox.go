@@ -24,6 +24,12 @@
 // which holds the session keys) and nothing else: the user's programs
 // started from it need to open files, execute programs and may need
 // set-user-ID programs, so no_new_privs does not apply there.
+//
+// # What children inherit
+//
+// CloseOnExec keeps descriptors from leaking into the programs a process
+// starts; HangupDefault keeps an ignored SIGHUP (nohup) from leaking into
+// them, so that a session's programs end when its terminal hangs up.
 package sandbox
 
 import "strings"
