@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 )
 
@@ -404,9 +405,7 @@ func (p *fanProvider) NewAEAD(_ *provider.Algorithm, key []byte) (cipher.AEAD, e
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5 s")
-		}
+	if !testenv.WaitUntil(t, cond) {
+		t.Fatal("condition not reached before the deadline")
 	}
 }

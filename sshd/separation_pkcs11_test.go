@@ -59,10 +59,7 @@ func TestSeparatedTokenAttachesLater(t *testing.T) {
 	run(t, c, "sha256sum", data) // past RekeyLimit: the post-auth process re-exchanges and logs its ciphers
 	post := regexp.MustCompile(`.*key exchange done.*proc="offload-sshd: ` + regexp.QuoteMeta(f.user) + `".*`)
 	var line string
-	for deadline := time.Now().Add(10 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		line = post.FindString(f.logs.String())
-	}
-	if line == "" {
+	if !testenv.WaitUntil(t, func() bool { line = post.FindString(f.logs.String()); return line != "" }) {
 		t.Fatalf("no key re-exchange in the post-auth process:\n%s", f.logs.String())
 	}
 	if !regexp.MustCompile(`cipher_out_provider="aes128-gcm by pkcs11 \(hardware, token \\"sep-late\\" slot \d+\): through the monitor"`).MatchString(line) {

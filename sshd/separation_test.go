@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/auth"
 )
 
@@ -153,12 +154,8 @@ func TestSeparatedRekey(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for rekeyed() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no key re-exchange in the post-auth process:\n%s", f.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return rekeyed() >= 1 }) {
+		t.Fatalf("no key re-exchange in the post-auth process:\n%s", f.logs.String())
 	}
 }
 
@@ -169,12 +166,8 @@ func TestSeparatedLinger(t *testing.T) {
 	c := f.dial(t)
 	first := strings.TrimSpace(run(t, c, "echo $PPID", nil))
 	c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.srv.mon.Stats().PostAuth != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the idle post-auth process did not end")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return f.srv.mon.Stats().PostAuth == 0 }) {
+		t.Fatal("the idle post-auth process did not end")
 	}
 	c2 := f.dial(t)
 	if second := strings.TrimSpace(run(t, c2, "echo $PPID", nil)); second == first {
@@ -198,12 +191,8 @@ func TestSeparatedLingerAfterHangups(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.srv.mon.Stats().PostAuth != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the post-auth process did not end after 200 hung-up logins: %+v", f.srv.mon.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return f.srv.mon.Stats().PostAuth == 0 }) {
+		t.Fatalf("the post-auth process did not end after 200 hung-up logins: %+v", f.srv.mon.Stats())
 	}
 }
 

@@ -101,13 +101,15 @@ func (c *opensshClient) background(t *testing.T, addr string, opts ...string) <-
 // waitDial waits until network address addr accepts connections.
 func waitDial(t *testing.T, network, addr string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial(network, addr); err == nil {
+	if !testenv.WaitUntil(t, func() bool {
+		c, err := net.Dial(network, addr)
+		if err == nil {
 			c.Close()
-			return
 		}
+		return err == nil
+	}) {
+		t.Fatalf("nothing listens on %s %s", network, addr)
 	}
-	t.Fatalf("nothing listens on %s %s", network, addr)
 }
 
 // echoes reports whether a connection to addr echoes what it is sent.

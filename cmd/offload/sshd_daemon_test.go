@@ -182,9 +182,8 @@ func TestSshdDaemonGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for d.stats.active.Load() != 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return d.stats.active.Load() == 1 }) {
+		t.Fatalf("%d connections active, want 1", d.stats.active.Load())
 	}
 	start := time.Now()
 	cancel()

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,26 +94,16 @@ func TestSshdDetaches(t *testing.T) {
 
 func waitFor(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(path); return err == nil }) {
+		t.Fatalf("%s not written again after SIGHUP", path)
 	}
-	t.Fatalf("%s not written again after SIGHUP", path)
 }
 
 func waitGone(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); os.IsNotExist(err) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(path); return os.IsNotExist(err) }) {
+		t.Fatalf("%s still there: the daemon did not stop", path)
 	}
-	t.Fatalf("%s still there: the daemon did not stop", path)
 }
 
 // TestSshdExitStatus: a configuration, key or listen error ends offload

@@ -8,10 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/providers/cpu"
 )
 
@@ -153,15 +153,15 @@ func (l *logins) next(cc *ssh.ClientConfig) map[string]string {
 		want = append(want, "keys resumed")
 	}
 	got := map[string]string{}
-	for deadline := time.Now().Add(10 * time.Second); len(got) < len(want) && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	if !testenv.WaitUntil(t, func() bool {
 		for _, msg := range want {
 			all := regexp.MustCompile(`.*msg="transport: `+msg+`.*`).FindAllString(l.buf.String(), -1)
 			if len(all) >= l.n {
 				got[msg] = all[l.n-1]
 			}
 		}
-	}
-	if len(got) < len(want) {
+		return len(got) == len(want)
+	}) {
 		t.Fatalf("connection %d: lines %v of %v:\n%s", l.n, got, want, l.buf.String())
 	}
 	return got

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/providers/cpu"
 )
 
@@ -124,14 +124,14 @@ func loginAndLog(t *testing.T, cfg string, cc *ssh.ClientConfig, separated bool)
 		want = append(want, "keys resumed")
 	}
 	got := map[string]string{}
-	for deadline := time.Now().Add(10 * time.Second); len(got) < len(want) && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	if !testenv.WaitUntil(t, func() bool {
 		for _, msg := range want {
 			if l := regexp.MustCompile(`.*msg="transport: ` + msg + `.*`).FindString(buf.String()); l != "" {
 				got[msg] = l
 			}
 		}
-	}
-	if len(got) < len(want) {
+		return len(got) == len(want)
+	}) {
 		t.Fatalf("provenance lines %v of %v:\n%s", got, want, buf.String())
 	}
 	return got

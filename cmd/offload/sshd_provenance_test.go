@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/providers/pkcs11"
 )
 
@@ -136,15 +137,19 @@ func connectAndLog(t *testing.T, cfg string) string {
 	if err == nil {
 		c.Close()
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var line string
+	if !testenv.WaitUntil(t, func() bool {
 		for _, l := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(l, `msg="transport: key exchange done`) {
-				return l
+				line = l
+				return true
 			}
 		}
+		return false
+	}) {
+		t.Fatalf("no key exchange logged (client: %v):\n%s", err, buf.String())
 	}
-	t.Fatalf("no key exchange logged (client: %v):\n%s", err, buf.String())
-	return ""
+	return line
 }
 
 type lockedBuffer struct {
@@ -196,14 +201,14 @@ func TestSshdTokenAttachesLater(t *testing.T) {
 		if c, err := ssh.Dial("tcp", addr, ccfg); err == nil {
 			c.Close()
 		}
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			lines := regexp.MustCompile(`.*msg="transport: key exchange done.*`).FindAllString(buf.String(), -1)
-			if len(lines) > n {
-				return servedBy(t, lines[n], "cipher_out_provider", "aes128-gcm")
-			}
+		var lines []string
+		if !testenv.WaitUntil(t, func() bool {
+			lines = regexp.MustCompile(`.*msg="transport: key exchange done.*`).FindAllString(buf.String(), -1)
+			return len(lines) > n
+		}) {
+			t.Fatalf("no key exchange logged:\n%s", buf.String())
 		}
-		t.Fatalf("no key exchange logged:\n%s", buf.String())
-		return ""
+		return servedBy(t, lines[n], "cipher_out_provider", "aes128-gcm")
 	}
 	if got := cipherOf(); got == "pkcs11" {
 		t.Fatalf("aes128-gcm served by %s with the token absent", got)
@@ -212,7 +217,7 @@ func TestSshdTokenAttachesLater(t *testing.T) {
 		t.Errorf("no warning about the absent token:\n%s", buf.String())
 	}
 	tok.Recreate(t)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := testenv.StartupDeadline(t); ; time.Sleep(200 * time.Millisecond) {
 		got := cipherOf()
 		if got == "pkcs11" {
 			break

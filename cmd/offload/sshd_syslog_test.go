@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -47,18 +46,23 @@ func newSyslogSink(t *testing.T) *syslogSink {
 	return s
 }
 
-// wait returns the first datagram holding text, failing after 10 s.
+// wait returns the first datagram holding text, failing at the startup
+// deadline.
 func (s *syslogSink) wait(t *testing.T, text string) string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var line string
+	if testenv.WaitUntil(t, func() bool {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		for _, g := range s.got {
 			if strings.Contains(g, text) {
-				s.mu.Unlock()
-				return g
+				line = g
+				return true
 			}
 		}
-		s.mu.Unlock()
+		return false
+	}) {
+		return line
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -49,6 +49,13 @@ func (l *LogBuffer) WaitFor(s string, d time.Duration) bool {
 	}
 }
 
+// Await reports whether s is written before the test's startup deadline
+// (testenv.StartupDeadline): a log line is an event, and a loaded machine
+// may take far longer to write it than a quiet one.
+func (l *LogBuffer) Await(t testing.TB, s string) bool {
+	return l.WaitFor(s, time.Until(testenv.StartupDeadline(t)))
+}
+
 // ClientKey makes an unencrypted ed25519 key with ssh-keygen in dir and
 // returns the private key's path and the public key line. It skips (or,
 // with OFFLOAD_REQUIRE_TOOLS=1, fails) t when ssh-keygen is missing.

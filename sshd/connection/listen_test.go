@@ -37,18 +37,14 @@ func nextIncoming(t *testing.T, c *client) incomingChan {
 func echoThrough(t *testing.T, conn net.Conn, ch *cchan) {
 	t.Helper()
 	conn.Write([]byte("to client"))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got string
+	if !testenv.WaitUntil(t, func() bool {
 		ch.mu.Lock()
-		got := ch.stdout.String()
-		ch.mu.Unlock()
-		if got == "to client" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("channel got %q", got)
-		}
-		time.Sleep(10 * time.Millisecond)
+		defer ch.mu.Unlock()
+		got = ch.stdout.String()
+		return got == "to client"
+	}) {
+		t.Fatalf("channel got %q", got)
 	}
 	ch.write([]byte("to server"))
 	buf := make([]byte, 9)
@@ -373,14 +369,13 @@ func TestX11Forwarding(t *testing.T) {
 	}
 	ch.exec(`echo "$DISPLAY"; sleep 1`)
 	ch.sendEOF()
-	deadline := time.Now().Add(5 * time.Second)
 	var display string
-	for display == "" && time.Now().Before(deadline) {
+	testenv.WaitUntil(t, func() bool {
 		ch.mu.Lock()
+		defer ch.mu.Unlock()
 		display = strings.TrimSpace(ch.stdout.String())
-		ch.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
+		return display != ""
+	})
 	if !strings.HasPrefix(display, "localhost:") || !strings.HasSuffix(display, ".0") {
 		t.Fatalf("DISPLAY %q", display)
 	}

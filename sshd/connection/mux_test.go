@@ -192,11 +192,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 		}
 		<-c.done
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
+	if !testenv.WaitUntil(t, func() bool { return runtime.NumGoroutine() <= before }) {
+		n := runtime.NumGoroutine()
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
@@ -300,12 +297,8 @@ func TestReadLoopNeverWaitsForWrites(t *testing.T) {
 	before := sc.reads.Load()
 	c.send(appendChannelMsg(nil, wire.MsgChannelClose, ch.remote))
 	c.send(wire.AppendBool(wire.AppendString([]byte{wire.MsgGlobalRequest}, "x@y"), false))
-	deadline := time.Now().Add(5 * time.Second)
-	for sc.reads.Load() < before+2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := sc.reads.Load() - before; got < 2 {
-		t.Errorf("read loop stalled behind held writes (%d packets read)", got)
+	if !testenv.WaitUntil(t, func() bool { return sc.reads.Load() >= before+2 }) {
+		t.Errorf("read loop stalled behind held writes (%d packets read)", sc.reads.Load()-before)
 	}
 	close(gate)
 	sc.mu.Lock()

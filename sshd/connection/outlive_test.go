@@ -8,22 +8,17 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
-// waitFile waits until file f holds want, failing t after 20 s.
+// waitFile waits until file f holds want, failing t at the startup
+// deadline.
 func waitFile(t *testing.T, f, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(f)
-		if string(b) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %q, want %q: the program did not outlive its connection", f, b, want)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var b []byte
+	if !testenv.WaitUntil(t, func() bool { b, _ = os.ReadFile(f); return string(b) == want }) {
+		t.Fatalf("%s holds %q, want %q: the program did not outlive its connection", f, b, want)
 	}
 }
 
@@ -76,7 +71,7 @@ func TestPTYHangupEndsProgram(t *testing.T) {
 	if !ch.req("pty-req", true, ptyPayload("vt100", 80, 24, nil)) {
 		t.Fatal("pty-req refused")
 	}
-	ch.exec(`echo "pid=$$."; exec sleep 60`)
+	ch.exec(`echo "pid=$$."; exec sleep 86400`) // outlasts the deadline: only the hangup ends it
 	ch.waitOutput(t, ".")
 	ch.mu.Lock()
 	out := ch.stdout.String()
@@ -87,12 +82,8 @@ func TestPTYHangupEndsProgram(t *testing.T) {
 	}
 	c.pc.Close()
 	c.wait(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d still runs 20 s after its terminal was hung up", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d still runs after its terminal was hung up", pid)
 	}
 }

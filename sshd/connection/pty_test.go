@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/wire"
 )
 
@@ -21,17 +21,13 @@ func ptyPayload(term string, cols, rows uint32, modes []byte) []byte {
 // waitOutput waits until the channel's stdout contains s.
 func (ch *cchan) waitOutput(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	if !testenv.WaitUntil(t, func() bool {
 		ch.mu.Lock()
-		got := ch.stdout.String()
-		ch.mu.Unlock()
-		if strings.Contains(got, s) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		defer ch.mu.Unlock()
+		return strings.Contains(ch.stdout.String(), s)
+	}) {
+		t.Fatalf("output never contained %q", s)
 	}
-	t.Fatalf("output never contained %q", s)
 }
 
 func TestPTYExec(t *testing.T) {

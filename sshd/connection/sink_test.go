@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 // bothModes runs f with channel data batched (the transport's
@@ -85,15 +87,13 @@ func TestSinkReaderExits(t *testing.T) {
 // that held data while the connection went quiet would never get there.
 func waitStdout(t *testing.T, ch *cchan, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	if !testenv.WaitUntil(t, func() bool {
 		ch.mu.Lock()
-		got := ch.stdout.String()
-		ch.mu.Unlock()
-		if got == want {
-			return
-		}
+		defer ch.mu.Unlock()
+		return ch.stdout.String() == want
+	}) {
+		t.Fatalf("stdout never became %q", want)
 	}
-	t.Fatalf("stdout never became %q", want)
 }
 
 // TestSinkBatchQuiet types into cat one key at a time: each key must come

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 type syncBuffer struct {
@@ -65,12 +67,8 @@ func TestLogRelay(t *testing.T) {
 	clog.Info("hello", "conn", 5, "bytes", uint64(1500000), "err", errors.New("boom"), "d", time.Second,
 		"ok", true, "list", []string{"a", "b"})
 	want := `level=INFO msg=hello proc=w1 bytes=1500000 conn=5 d=1s err=boom list="[a b]" ok=true user=alice`
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("relayed %q, want %q", out.String(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return strings.Contains(out.String(), want) }) {
+		t.Fatalf("relayed %q, want %q", out.String(), want)
 	}
 	if strings.Contains(out.String(), "not sent") {
 		t.Fatal("a record below the level was sent")

@@ -271,13 +271,11 @@ func (r *rig) end(t *testing.T, addr string, done <-chan struct{}) ConnEnd {
 // waitLog waits for a log line containing s.
 func (r *rig) waitLog(t *testing.T, s string) string {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if l := lineWith(r.logs.String(), s); l != "" {
-			return l
-		}
+	var l string
+	if !testenv.WaitUntil(t, func() bool { l = lineWith(r.logs.String(), s); return l != "" }) {
+		t.Fatalf("no log line with %q", s)
 	}
-	t.Fatalf("no log line with %q", s)
-	return ""
+	return l
 }
 
 // TestCompromisedWorkerAfterDisconnect: once the monitor has answered
@@ -313,12 +311,8 @@ func TestCompromisedWorkerAfterDisconnect(t *testing.T) {
 // however the requests interleave: the monitor's signer holds the first
 // until the others have been answered.
 func TestCompromisedWorkerSignRace(t *testing.T) {
-	gate := func(logs *logLines) {
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if strings.Count(logs.String(), "request refused") >= 63 { // the first exchange's request makes the connection busy
-				return
-			}
-		}
+	gate := func(logs *logLines) { // the first exchange's request makes the connection busy
+		testenv.WaitUntil(t, func() bool { return strings.Count(logs.String(), "request refused") >= 63 })
 	}
 	r := startRig(t, "sign-race", nil, gate)
 	r.admit(t, "127.0.0.1")

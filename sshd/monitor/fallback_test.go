@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/provider"
@@ -95,7 +94,7 @@ func TestTokenFallbackInMonitorNamesThePacket(t *testing.T) {
 		binary.BigEndian.PutUint64(nonce[4:], binary.BigEndian.Uint64(nonce[4:])+1)
 	}
 	want := regexp.MustCompile(`token fallback.* proc=test conn=9 direction=out seq=42 handle=\d+ nonce_counter=1001 `)
-	if !logs.WaitFor("token fallback", 2*time.Second) || !want.MatchString(logs.String()) {
+	if !logs.Await(t, "token fallback") || !want.MatchString(logs.String()) {
 		t.Fatalf("the monitor's fallback line does not name the connection and the packet (%v):\n%s", want, logs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/transport"
 )
 
@@ -40,12 +41,8 @@ func TestSettledConnectionsCount(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("GOMAXPROCS %d before any connection settled, want 1", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.GOMAXPROCS(0) != 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := runtime.GOMAXPROCS(0); got != 2 {
-		t.Fatalf("GOMAXPROCS %d with two settled connections, want 2", got)
+	if !testenv.WaitUntil(t, func() bool { return runtime.GOMAXPROCS(0) == 2 }) {
+		t.Fatalf("GOMAXPROCS %d with two settled connections, want 2", runtime.GOMAXPROCS(0))
 	}
 	p.untrack(1)
 	if got := runtime.GOMAXPROCS(0); got != 1 {

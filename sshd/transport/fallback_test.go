@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/software"
 )
@@ -78,10 +78,10 @@ func TestTokenFallbackNamesThePacket(t *testing.T) {
 	kexLine := regexp.MustCompile(`key exchange done.* seq_out=(\d+)`)
 	fellLine := regexp.MustCompile(`token fallback.* direction=out seq=(\d+)`)
 	var kex, fell []string
-	for deadline := time.Now().Add(10 * time.Second); (kex == nil || fell == nil) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	if !testenv.WaitUntil(t, func() bool {
 		kex, fell = kexLine.FindStringSubmatch(logs.String()), fellLine.FindStringSubmatch(logs.String())
-	}
-	if kex == nil || fell == nil {
+		return kex != nil && fell != nil
+	}) {
 		t.Fatalf("no key exchange or fallback line:\n%s", logs.String())
 	}
 	from, _ := strconv.Atoi(kex[1])

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/software"
 )
@@ -74,13 +74,14 @@ func TestKexProvenanceIsWhatServed(t *testing.T) {
 		c, _ := ts.dial(t, clientConfig(kex, "", "", ""))
 		c.Close()
 		var line string
-		for deadline := time.Now().Add(10 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		testenv.WaitUntil(t, func() bool {
 			for _, l := range strings.Split(logs.String(), "\n") {
 				if strings.Contains(l, "key exchange done") {
 					line = l
 				}
 			}
-		}
+			return line != ""
+		})
 		if !strings.Contains(line, want) {
 			t.Errorf("%s: kex_provider does not name the fallbacks that served, want %s in: %s", kex, want, line)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offload/offload/internal/testenv"
 )
 
 // TestSelectCiphersRule: the decision rule of a measured offer, case by
@@ -119,13 +121,14 @@ func TestSteeredProvenance(t *testing.T) {
 		c, _ := ts.dial(t, cfg)
 		c.Close()
 		var line string
-		for deadline := time.Now().Add(10 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		testenv.WaitUntil(t, func() bool {
 			for _, l := range strings.Split(logs.String(), "\n") {
 				if strings.Contains(l, "key exchange done") {
 					line = l
 				}
 			}
-		}
+			return line != ""
+		})
 		if line == "" || !strings.Contains(line, tc.want) || (tc.want == "" && strings.Contains(line, "steered")) {
 			t.Errorf("client ciphers %v: want %q in the key exchange line: %s", tc.ciphers, tc.want, line)
 		}

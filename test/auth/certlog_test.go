@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -33,11 +32,7 @@ func TestCertificateAcceptedLineLikeOpenSSH(t *testing.T) {
 		if r := outcome(t, f, s.port, u.Username, u.key); r != "ok" {
 			t.Fatalf("certificate login: %s\n%s", r, s.log)
 		}
-		line := ""
-		for i := 0; i < 50 && line == ""; i++ {
-			line = accepted.FindString(s.log.String())
-			time.Sleep(20 * time.Millisecond)
-		}
+		line := awaitLog(t, s.log, accepted)
 		got = append(got, port.ReplaceAllString(strings.TrimSpace(line), " port P "))
 	}
 	t.Logf("OpenSSH: %s", got[0])

@@ -1,8 +1,10 @@
 package auth_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,4 +70,21 @@ func startOffloadDaemon(t *testing.T, f *fixture, flags, env []string, lines ...
 	})
 	waitPort(t, port, d.stderr)
 	return d
+}
+
+// awaitLog returns the first match of re in what log holds, waiting for
+// it until the test's startup deadline ("" then): a server's line
+// reaches the buffer after the client has seen the outcome it records,
+// through the daemon's stderr pipe or written after the reply.
+func awaitLog(t *testing.T, log fmt.Stringer, re *regexp.Regexp) string {
+	t.Helper()
+	var m string
+	testenv.WaitUntil(t, func() bool { m = re.FindString(log.String()); return m != "" })
+	return m
+}
+
+// awaitLine reports whether s appears in log before the startup deadline.
+func awaitLine(t *testing.T, log fmt.Stringer, s string) bool {
+	t.Helper()
+	return awaitLog(t, log, regexp.MustCompile(regexp.QuoteMeta(s))) != ""
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,10 +54,7 @@ func TestPAMBoundedByLoginGraceTime(t *testing.T) {
 		// OpenSSH's words for it; the line may be written just after the
 		// client saw the connection close
 		want := "Timeout before authentication for 127.0.0.1 port "
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs[name].String(), want) && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if !strings.Contains(logs[name].String(), want) {
+		if !awaitLine(t, logs[name], want) {
 			t.Errorf("%s: no %q line:\n%s", name, want, logs[name])
 		}
 	}

@@ -88,8 +88,8 @@ func TestKeyboardInteractivePAMWithOpenSSH(t *testing.T) {
 	if ok, _ := interactiveLogin(t, f, port, u.Username, askpass(t, f.dir, "wrong", code(1)), "keyboard-interactive"); ok {
 		t.Fatal("a wrong password logged in")
 	}
-	if !strings.Contains(logs.String(), "Accepted keyboard-interactive/pam for "+u.Username) ||
-		!strings.Contains(logs.String(), "Failed keyboard-interactive/pam for "+u.Username) {
+	if !awaitLine(t, logs, "Accepted keyboard-interactive/pam for "+u.Username) ||
+		!awaitLine(t, logs, "Failed keyboard-interactive/pam for "+u.Username) {
 		t.Errorf("log:\n%s", logs)
 	}
 	// this test program does not call sshd.RunChild, so the in-process
@@ -123,7 +123,7 @@ func TestAuthenticationMethodsWithOpenSSH(t *testing.T) {
 	if !ok {
 		t.Fatalf("key and OTP: %s\n%s", out, logs)
 	}
-	if !strings.Contains(logs.String(), "Partial publickey for "+u.Username) {
+	if !awaitLine(t, logs, "Partial publickey for "+u.Username) {
 		t.Errorf("log:\n%s", logs)
 	}
 }

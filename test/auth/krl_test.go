@@ -3,7 +3,6 @@ package auth_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/offload/offload/sshd/auth"
@@ -29,7 +28,7 @@ func TestOpenSSHRevokedKeysKRL(t *testing.T) {
 	f.wantLogin(s, c1, "ok", "CertificateFile="+c1+"-cert.pub")
 	f.wantDenied(s, bad, "Permission denied")
 	f.wantDenied(s, c2, "Permission denied", "CertificateFile="+c2+"-cert.pub")
-	if !strings.Contains(s.logs.String(), "revoked by file") {
+	if !awaitLine(t, s.logs, "revoked by file") {
 		t.Errorf("no revocation in the log:\n%s", s.logs)
 	}
 	b, _ := os.ReadFile(krl)

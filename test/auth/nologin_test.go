@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -56,7 +55,7 @@ func TestNologinLikeOpenSSH(t *testing.T) {
 			logLine := "User " + who.name + " not allowed because /etc/nologin exists"
 			want := strings.Replace(outcome(t, f, oport, who.name, who.key), logLine+"\r\n", "", 1)
 			got := outcome(t, f, d.port, who.name, who.key)
-			if usePAM == "no" && who.name != "root" && !d.stderr.WaitFor(logLine, 10*time.Second) {
+			if usePAM == "no" && who.name != "root" && !d.stderr.Await(t, logLine) {
 				t.Errorf("offload sshd did not log %q:\n%s", logLine, d.stderr)
 			}
 			t.Logf("UsePAM %s, %s: OpenSSH %q, offload %q", usePAM, who.name, want, got)

@@ -69,17 +69,14 @@ func TestPenaltyRefusesFailingSource(t *testing.T) {
 	if code, out := from("127.0.0.2", stranger); code != 255 || !strings.Contains(out, "Permission denied") {
 		t.Fatalf("wrong key from 127.0.0.2: exit %d: %s", code, out)
 	}
-	deadline := time.Now().Add(5 * time.Second) // the penalty lands when the server sees the close
-	for len(tracker.Penalties()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitUntil(t, func() bool { return len(tracker.Penalties()) > 0 }) // the penalty lands when the server sees the close
 	if code, out := from("127.0.0.2", good); code == 0 {
 		t.Fatalf("the penalised source logged in: %s\n%s", out, logs)
 	}
 	if code, out := from("127.0.0.3", good); code != 0 {
 		t.Fatalf("another source was refused: exit %d: %s\n%s", code, out, logs)
 	}
-	if !strings.Contains(logs.String(), "drop connection #") || !strings.Contains(logs.String(), "penalty: failed authentication") {
+	if !awaitLine(t, logs, "drop connection #") || !awaitLine(t, logs, "penalty: failed authentication") {
 		t.Errorf("log:\n%s", logs)
 	}
 	p := tracker.Penalties()
@@ -99,7 +96,7 @@ func TestPenaltyDaemon(t *testing.T) {
 	u := newAccountUser(t, f, "pw-penalty-1")
 	stranger := f.keygen("stranger", "ed25519")
 	d := startOffloadDaemon(t, f, nil, nil, "PerSourcePenalties authfail:20s min:1s", "PerSourceMaxStartups 5",
-		"MaxStartups 200", "LogLevel VERBOSE")
+		"MaxStartups 200", "LogLevel DEBUG") // DEBUG: the line that says a penalty is in force
 	from := func(src, key string) (int, string) {
 		ctx, cancel := context.WithDeadline(context.Background(), testenv.StartupDeadline(t))
 		defer cancel()
@@ -130,6 +127,7 @@ func TestPenaltyDaemon(t *testing.T) {
 		t.Fatalf("a login beside 90 stalled connections of another source: exit %d: %s\n%s", code, out, d.stderr)
 	}
 	dropped := regexp.MustCompile(`drop connection #\d+ from \[127\.0\.0\.4\]:\d+ on \[127\.0\.0\.1\]:\d+ PerSourceMaxStartups`)
+	testenv.WaitUntil(t, func() bool { return len(dropped.FindAllString(d.stderr.String(), -1)) >= 85 })
 	if n := len(dropped.FindAllString(d.stderr.String(), -1)); n != 85 {
 		t.Errorf("%d of 90 stalled connections dropped past PerSourceMaxStartups 5, want 85:\n%s", n, d.stderr)
 	}
@@ -137,14 +135,16 @@ func TestPenaltyDaemon(t *testing.T) {
 	if code, out := from("127.0.0.2", stranger); code != 255 || !strings.Contains(out, "Permission denied") {
 		t.Fatalf("wrong key from 127.0.0.2: exit %d: %s", code, out)
 	}
-	d.stderr.WaitFor("127.0.0.2/32: activating", 5*time.Second) // the penalty lands when the server sees the close
+	if !d.stderr.Await(t, "127.0.0.2/32 active penalty") { // it lands when the server sees the close
+		t.Fatalf("no penalty for 127.0.0.2:\n%s", d.stderr)
+	}
 	if code, out := from("127.0.0.2", u.key); code == 0 {
 		t.Fatalf("the penalised source logged in: %s\n%s", out, d.stderr)
 	}
 	if code, out := from("127.0.0.3", u.key); code != 0 {
 		t.Fatalf("another source was refused: exit %d: %s\n%s", code, out, d.stderr)
 	}
-	if !strings.Contains(d.stderr.String(), "penalty: failed authentication") {
+	if !awaitLine(t, d.stderr, "penalty: failed authentication") {
 		t.Errorf("log:\n%s", d.stderr)
 	}
 }
@@ -166,18 +166,14 @@ func TestPenaltyRefuseConnection(t *testing.T) {
 		t.Fatalf("RefuseConnection let 127.0.0.5 in")
 	}
 	active := regexp.MustCompile(`127\.0\.0\.5/32.* penalty of .* penalty: connection prohibited by RefuseConnection`)
-	deadline := time.Now().Add(5 * time.Second)
-	for !active.MatchString(d.stderr.String()) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !active.MatchString(d.stderr.String()) {
+	if awaitLog(t, d.stderr, active) == "" {
 		t.Fatalf("no refuseconnection penalty:\n%s", d.stderr)
 	}
 	if got := from("127.0.0.5"); got == "ok" {
 		t.Fatal("the penalised source logged in")
 	}
 	drop := regexp.MustCompile(`drop connection #\d+ from \[127\.0\.0\.5\]:\d+ on \[127\.0\.0\.1\]:\d+ penalty: connection prohibited by RefuseConnection`)
-	if !drop.MatchString(d.stderr.String()) {
+	if awaitLog(t, d.stderr, drop) == "" {
 		t.Errorf("the second connection was not dropped at accept:\n%s", d.stderr)
 	}
 	if got := from("127.0.0.3"); got != "ok" {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -180,10 +179,8 @@ func TestForwardControlAndMultiplex(t *testing.T) {
 	f := newFixture(t, nil)
 	ctl := filepath.Join(t.TempDir(), "ctl")
 	f.sshBackground(t, nil, "-N", "-M", "-S", ctl, "-o", "ControlPersist=no", "")
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(ctl); err == nil {
-			break
-		}
+	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(ctl); return err == nil }) {
+		t.Fatalf("the ControlMaster made no socket %s before the deadline", ctl)
 	}
 	mux := func(args ...string) (string, string, int) {
 		return f.ssh(t, nil, nil, append([]string{"-S", ctl}, args...)...)

@@ -174,12 +174,7 @@ func TestOpenSSHForwardL(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var c net.Conn
 	var err error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if c, err = net.Dial("tcp", "127.0.0.1:"+lport); err == nil {
-			break
-		}
-	}
-	if err != nil {
+	if !testenv.WaitUntil(t, func() bool { c, err = net.Dial("tcp", "127.0.0.1:"+lport); return err == nil }) {
 		t.Fatalf("forwarded port never opened: %v", err)
 	}
 	defer c.Close()

@@ -79,13 +79,9 @@ func freePort(t *testing.T) string {
 // waitPort waits until something listens on the loopback port.
 func waitPort(t *testing.T, port string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
-			c.Close()
-			return
-		}
+	if !testenv.WaitUntil(t, func() bool { return testenv.Listening("127.0.0.1:" + port) }) {
+		t.Fatalf("nothing listens on port %s", port)
 	}
-	t.Fatalf("nothing listens on port %s", port)
 }
 
 // background is an ssh client left running (forwarding, ControlMaster).
@@ -171,16 +167,13 @@ func (b *background) waitLine(t *testing.T, re string) []string {
 // dialRetry connects to addr, retrying while the listener comes up.
 func dialRetry(t *testing.T, network, addr string) net.Conn {
 	t.Helper()
+	var c net.Conn
 	var err error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var c net.Conn
-		if c, err = net.Dial(network, addr); err == nil {
-			t.Cleanup(func() { c.Close() })
-			return c
-		}
+	if !testenv.WaitUntil(t, func() bool { c, err = net.Dial(network, addr); return err == nil }) {
+		t.Fatalf("dial %s: %v", addr, err)
 	}
-	t.Fatalf("dial %s: %v", addr, err)
-	return nil
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // roundTrip sends msg on c and expects it echoed.

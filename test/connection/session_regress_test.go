@@ -27,10 +27,8 @@ func startAgent(t *testing.T, f *fixture) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
+	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(sock); return err == nil }) {
+		t.Fatalf("ssh-agent made no socket %s before the deadline", sock)
 	}
 	if out, err := runTool(t, []string{"SSH_AUTH_SOCK=" + sock}, add, f.key); err != nil {
 		t.Fatalf("ssh-add: %v %s", err, out)
@@ -52,12 +50,11 @@ func TestAgentForwarding(t *testing.T) {
 	if code != 0 || len(lines) != 3 || lines[0] != strings.TrimSpace(list) || lines[2] != "700" {
 		t.Fatalf("ssh -A: %q (stderr %q, code %d); local agent lists %q", out, errOut, code, list)
 	}
-	gone := false // the server cleans up once it sees the disconnect
-	for deadline := time.Now().Add(5 * time.Second); !gone && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	gone := func() bool { // the server cleans up once it sees the disconnect
 		_, err := os.Stat(filepath.Dir(lines[1]))
-		gone = os.IsNotExist(err)
+		return os.IsNotExist(err)
 	}
-	if !gone {
+	if !testenv.WaitUntil(t, gone) {
 		t.Errorf("agent socket directory of %s left after the connection", lines[1])
 	}
 	if out, _, _ := f.ssh(t, nil, env, `echo "${SSH_AUTH_SOCK-none}"`); out != "none\n" {

@@ -156,14 +156,14 @@ func tpm2Token(t *testing.T) string {
 		testenv.LookPath(t, tool, tpm2Hint)
 	}
 	abrmd := testenv.FirstFile(t, "tpm2-abrmd", tpm2Hint, "/usr/sbin/tpm2-abrmd", "/usr/bin/tpm2-abrmd")
-	tpm.once.Do(func() { tpm.err = startTPM(module, abrmd) })
+	tpm.once.Do(func() { tpm.err = startTPM(t, module, abrmd) })
 	if tpm.err != nil {
 		t.Fatalf("software TPM: %v", tpm.err)
 	}
 	return tpm.uri
 }
 
-func startTPM(module, abrmdPath string) error {
+func startTPM(t testing.TB, module, abrmdPath string) error {
 	dir, err := os.MkdirTemp("", "offload-swtpm-")
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func startTPM(module, abrmdPath string) error {
 	// swtpm on Unix sockets (the TCTI wants the control socket at sock.ctrl).
 	sw := exec.Command("swtpm", "socket", "--tpm2", "--tpmstate", "dir="+dir, "--server", "type=unixio,path="+sock,
 		"--ctrl", "type=unixio,path="+sock+".ctrl", "--flags", "not-need-init,startup-clear")
-	if err := startProc(sw, sock+".ctrl"); err != nil {
+	if err := startProc(t, sw, sock+".ctrl"); err != nil {
 		return fmt.Errorf("swtpm: %w", err)
 	}
 	// A private session bus for the resource manager: without one, a TPM
@@ -208,7 +208,7 @@ func startTPM(module, abrmdPath string) error {
 	os.Setenv("TPM2_PKCS11_LOG_LEVEL", "0")
 	pin := "tpm-user-4711"
 	var lastErr error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := testenv.StartupDeadline(t); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if lastErr = ptool(dir, "init"); lastErr == nil {
 			break
 		}
@@ -228,19 +228,17 @@ func startTPM(module, abrmdPath string) error {
 }
 
 // startProc starts cmd and waits until the file ready exists.
-func startProc(cmd *exec.Cmd, ready string) error {
+func startProc(t testing.TB, cmd *exec.Cmd, ready string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	tpm.procs = append(tpm.procs, cmd)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(ready); err == nil {
-			return nil
-		}
+	if testenv.WaitUntil(t, func() bool { _, err := os.Stat(ready); return err == nil }) {
+		return nil
 	}
-	return fmt.Errorf("not ready after 10s: %s", out.String())
+	return fmt.Errorf("not ready before the deadline: %s", out.String())
 }
 
 // ptool runs tpm2_ptool on the store (the PINs are throwaway test values).

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/softhsmtest"
 	"github.com/offload/offload/internal/testenv"
@@ -50,15 +49,8 @@ func startP11KitServer(t *testing.T, tok *softhsmtest.Token) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("p11-kit server made no socket in 10s: %s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(sock); return err == nil }) {
+		t.Fatalf("p11-kit server made no socket before the deadline: %s", out.String())
 	}
 	t.Setenv("P11_KIT_SERVER_ADDRESS", "unix:path="+sock)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/providers/software"
@@ -25,12 +26,8 @@ import (
 
 func waitHealth(t *testing.T, p *pkcs11.Provider, up bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for p.Health()[0].Up != up {
-		if time.Now().After(deadline) {
-			t.Fatalf("token did not become up=%v in 10s: %+v", up, p.Health()[0])
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return p.Health()[0].Up == up }) {
+		t.Fatalf("token did not become up=%v before the deadline: %+v", up, p.Health()[0])
 	}
 }
 

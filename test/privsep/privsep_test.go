@@ -343,7 +343,7 @@ func TestAuthorizedKeysReadAsTheUser(t *testing.T) {
 	if out, errs, code := d.ssh(a, "echo in"); code == 0 {
 		t.Fatalf("logged in with keys from a root-only file: %q %q", out, errs)
 	}
-	if !d.log.WaitFor("permission denied", 10*time.Second) {
+	if !d.log.Await(t, "permission denied") {
 		t.Fatal("the refusal to read the file was not logged")
 	}
 }
@@ -516,7 +516,7 @@ func TestChrootDirectory(t *testing.T) {
 	if _, _, code := d.ssh(a, "true"); code == 0 {
 		t.Fatal("a login into an unsafe chroot succeeded")
 	}
-	if !d.log.WaitFor("bad ownership or modes for chroot directory", 10*time.Second) {
+	if !d.log.Await(t, "bad ownership or modes for chroot directory") {
 		t.Fatal("the unsafe chroot was not logged as OpenSSH logs it")
 	}
 }

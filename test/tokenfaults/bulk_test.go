@@ -109,7 +109,7 @@ func outageHandshake(t *testing.T, lb *harness.LogBuffer, srv *harness.Server, c
 	fb, rf := logCount(lb, fallback), logCount(lb, refused)
 	got := roundTrip(t, srv.Addr, cfg, 1<<20)
 	if got != "completed" { // the server may log just after the client sees the refusal
-		waitLog(lb, refused, rf)
+		waitLog(t, lb, refused, rf)
 	}
 	fb, rf = logCount(lb, fallback)-fb, logCount(lb, refused)-rf
 	switch {

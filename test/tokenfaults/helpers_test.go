@@ -239,11 +239,10 @@ func logCount(lb *harness.LogBuffer, s string) int {
 	return bytes.Count([]byte(lb.String()), []byte(s))
 }
 
-// waitLog waits up to five seconds for more than n log lines containing s.
-func waitLog(lb *harness.LogBuffer, s string, n int) {
-	for deadline := time.Now().Add(5 * time.Second); logCount(lb, s) <= n && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+// waitLog waits until the startup deadline for more than n log lines
+// containing s.
+func waitLog(t testing.TB, lb *harness.LogBuffer, s string, n int) {
+	testenv.WaitUntil(t, func() bool { return logCount(lb, s) > n })
 }
 
 // failoverServer is a server whose host key lives in two tokens holding

@@ -8,11 +8,11 @@ import (
 	"crypto/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
 	"github.com/offload/offload/test/hostile/harness"
@@ -95,10 +95,11 @@ func failClosed(t *testing.T, lb *harness.LogBuffer, srv *harness.Server, cfg *s
 	}
 	// The server may log the refusal just after the client sees it.
 	var logged, why string
-	for deadline := time.Now().Add(5 * time.Second); why == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testenv.WaitUntil(t, func() bool {
 		logged = strings.TrimPrefix(lb.String(), before)
 		why = refusalLine(logged, label)
-	}
+		return why != ""
+	})
 	if why == "" {
 		t.Errorf("the server log does not name the token %q and the missing fallback after a refused handshake:\n%s", label, logged)
 	}

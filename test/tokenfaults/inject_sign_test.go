@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/internal/pkcs11faults"
+	"github.com/offload/offload/internal/testenv"
 )
 
 // rekeyEvery makes the client re-exchange keys often, so that an
@@ -26,9 +27,10 @@ func (r *rig) refusedHandshake(t *testing.T) string {
 		t.Fatalf("handshake during the signing fault: %v", err)
 	}
 	var why string
-	for deadline := time.Now().Add(5 * time.Second); why == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testenv.WaitUntil(t, func() bool {
 		why = refusalLine(linesWith(r.lb.String(), "remote="+client), r.tok.Label)
-	}
+		return why != ""
+	})
 	if why == "" {
 		t.Errorf("the server log does not name the token %q and the missing fallback for the refused connection from %s", r.tok.Label, client)
 	}

@@ -257,7 +257,7 @@ func TestInjectBulkDeviceRemoved(t *testing.T) {
 	const fellOpen = "offering aes128-gcm unavailable"
 	n := logCount(r.lb, fellOpen)
 	r.mustRoundTrip(t, "with the device removed", 1<<20)
-	waitLog(r.lb, fellOpen, n)
+	waitLog(t, r.lb, fellOpen, n)
 	if logCount(r.lb, fellOpen) == n {
 		t.Errorf("the server log does not say the token is unavailable when a new connection falls open")
 	}
@@ -288,7 +288,7 @@ func TestBulkNoFallbackNoPanic(t *testing.T) {
 			t.Errorf("transfer %d completed with the token failing and no fallback", i)
 		}
 	}
-	waitLog(r.lb, "crypto provider failed to", 0) // the server may log just after the client sees the end
+	waitLog(t, r.lb, "crypto provider failed to", 0) // the server may log just after the client sees the end
 	log := r.lb.String()
 	if !strings.Contains(log, "crypto provider failed to") || strings.Contains(log, "panic") || strings.Contains(log, "fallback is off") {
 		t.Errorf("server log: want the provider error, no panic")

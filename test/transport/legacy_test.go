@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd"
@@ -109,7 +108,7 @@ func TestOpenSSHLegacyOffByDefault(t *testing.T) {
 			if err == nil || strings.Contains(out, "Remote working directory") {
 				t.Fatalf("%v: connected: %s", opts, out)
 			}
-			if !f.logs.WaitFor(want, 30*time.Second) {
+			if !f.logs.Await(t, want) {
 				t.Fatalf("%v: the server did not log %q", opts, want)
 			}
 		})
@@ -129,7 +128,7 @@ func TestOpenSSHLegacyKex(t *testing.T) {
 		"diffie-hellman-group-exchange-sha1", "ecdh-sha2-nistp521"} {
 		t.Run(k, func(t *testing.T) {
 			f.checkSFTP(t, []string{"KexAlgorithms=" + k})
-			if !f.logs.WaitFor("kex="+k, 30*time.Second) {
+			if !f.logs.Await(t, "kex="+k) {
 				t.Errorf("the server did not log kex=%s", k)
 			}
 		})
