@@ -29,6 +29,9 @@ func (c *Config) Print(w io.Writer) error {
 // of the line is the argument, as for ForceCommand).
 func writeLine(w *bufio.Writer, name string, args []string, raw bool) {
 	w.WriteString(name)
+	if raw && len(args) > 0 && strings.HasPrefix(args[0], "=") {
+		w.WriteString(" =") // an explicit separator, or the value's own '=' would be taken for it
+	}
 	for _, a := range args {
 		w.WriteByte(' ')
 		if raw {
