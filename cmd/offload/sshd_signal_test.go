@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -184,7 +185,7 @@ func inetdClient(t *testing.T, command string, opts ...string) *exec.Cmd {
 	key := writeClientKey(t, dir, ak)
 	cfg := writeConfig(t, "StrictModes no\nAuthorizedKeysFile "+ak+"\n")
 	proxy := fmt.Sprintf("nohup env %s=1 %s -test.run=^TestSshdSignalHelper$ -- sshd -i -f %s", helperEnv, os.Args[0], cfg)
-	args := append(opts, "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+	args := append(slices.Clone(opts), "-F", "none", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ProxyCommand="+proxy,
 		cc.User+"@offload-inetd", command)
 	cmd := exec.Command(sshPath, args...)

@@ -146,6 +146,9 @@ func (t Table) Descendants(roots ...int) []int {
 	}
 	var out []int
 	seen := map[int]bool{}
+	for _, r := range roots {
+		seen[r] = true
+	}
 	queue := slices.Clone(roots)
 	for len(queue) > 0 {
 		p := queue[0]
@@ -153,7 +156,7 @@ func (t Table) Descendants(roots ...int) []int {
 		k := kids[p]
 		slices.Sort(k)
 		for _, c := range k {
-			if !seen[c] && !slices.Contains(roots, c) {
+			if !seen[c] {
 				seen[c] = true
 				out = append(out, c)
 				queue = append(queue, c)
