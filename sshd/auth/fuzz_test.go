@@ -67,7 +67,8 @@ func normalizeBools(p []byte, r *Request) []byte {
 		return p
 	}
 	q := append([]byte(nil), p...)
-	i := 1 + 12 + len(r.User) + len(r.Service) + len(r.Method)
+	// the name as sent: a "user:style" name is longer than r.User
+	i := 1 + 12 + len(r.NameSent()) + len(r.Service) + len(r.Method)
 	if q[i] != 0 {
 		q[i] = 1
 	}
