@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -38,11 +40,20 @@ func UniqueName(prefix string) string {
 // test ends and returns it. It needs root (see Root).
 func NewUser(t testing.TB, args ...string) *user.User {
 	t.Helper()
+	return AddUser(t, append([]string{"-m", "-s", "/bin/sh"}, args...)...)
+}
+
+// AddUser is NewUser with exactly the useradd arguments given (no home
+// directory made without -m). The user's comment field names this
+// process, so that a later test process removes it if this one dies
+// before its cleanup runs (killed by go test -timeout, say).
+func AddUser(t testing.TB, args ...string) *user.User {
+	t.Helper()
 	Root(t)
 	LookPath(t, "useradd", "Debian package passwd")
+	sweepOnce.Do(sweepStaleUsers)
 	name := UniqueName("oft")
-	argv := append([]string{"-m", "-s", "/bin/sh"}, args...)
-	argv = append(argv, name)
+	argv := append(append([]string{"-c", ownerStamp(os.Getpid())}, args...), name)
 	if out, err := retryLocked("useradd", argv...); err != nil {
 		t.Fatalf("useradd %s: %v: %s", strings.Join(argv, " "), err, out)
 	}
@@ -56,6 +67,47 @@ func NewUser(t testing.TB, args ...string) *user.User {
 		t.Fatalf("lookup of new user %s: %v", name, err)
 	}
 	return u
+}
+
+const stampPrefix = "offload-test pid="
+
+func ownerStamp(pid int) string { return stampPrefix + strconv.Itoa(pid) }
+
+var sweepOnce sync.Once
+
+// sweepStaleUsers removes the throwaway users of test processes that are
+// gone. A user whose process still runs (another package's test binary)
+// is left alone.
+func sweepStaleUsers() {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return
+	}
+	for _, name := range staleUsers(string(b), processAlive) {
+		retryLocked("userdel", "-r", "-f", name)
+	}
+}
+
+// staleUsers returns the users in passwd (the /etc/passwd format) whose
+// comment is an owner stamp naming a process for which alive is false.
+func staleUsers(passwd string, alive func(pid int) bool) []string {
+	var names []string
+	for _, line := range strings.Split(passwd, "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 5 || !strings.HasPrefix(f[4], stampPrefix) {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimPrefix(f[4], stampPrefix))
+		if err == nil && pid > 0 && !alive(pid) {
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+func processAlive(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // SetPassword sets u's password with chpasswd (the password never appears

@@ -97,19 +97,9 @@ func (e *env) account(t *testing.T) {
 		e.uid, e.gid = os.Getuid(), os.Getgid()
 		return
 	}
-	useradd := testenv.LookPath(t, "useradd", "apt-get install passwd")
-	var b [4]byte
-	rand.Read(b[:])
-	e.user = "oft" + hex.EncodeToString(b[:])
 	// -p '*': no password, but not a locked account (sshd refuses those).
-	if out, err := exec.Command(useradd, "-M", "-N", "-d", e.home, "-s", "/bin/sh", "-p", "*", e.user).CombinedOutput(); err != nil {
-		t.Fatalf("useradd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("userdel", e.user).Run() })
-	u, err := user.Lookup(e.user)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := testenv.AddUser(t, "-M", "-N", "-d", e.home, "-s", "/bin/sh", "-p", "*")
+	e.user = u.Username
 	e.uid, _ = strconv.Atoi(u.Uid)
 	e.gid, _ = strconv.Atoi(u.Gid)
 	if err := os.Chown(e.home, e.uid, e.gid); err != nil {
