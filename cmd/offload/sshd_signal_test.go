@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/internal/testenv"
 )
 
@@ -195,15 +196,7 @@ func inetdClient(t *testing.T, command string, opts ...string) *exec.Cmd {
 
 // cmdlinePIDs lists the processes whose command line is exactly argv.
 func cmdlinePIDs(argv ...string) []int {
-	want := strings.Join(argv, "\x00") + "\x00"
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var pids []int
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && string(b) == want {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := proctree.Find("/proc", func(a []string) bool { return slices.Equal(a, argv) })
 	return pids
 }
 

@@ -13,6 +13,11 @@
 // the tree only up to that race: callers compare snapshots, not single
 // reads.
 //
+// # Finding processes
+//
+// [Find] lists the processes whose argument vector a predicate accepts:
+// how a test finds the programs a server started for it.
+//
 // # CPU time
 //
 // Times are in clock ticks of [ClockTicks] per second, as the kernel
@@ -177,4 +182,39 @@ func (t Table) TreeTicks(root int) (uint64, error) {
 		sum += t[d].Ticks()
 	}
 	return sum, nil
+}
+
+// Find lists, in PID order, the processes under dir whose argument vector
+// (dir/PID/cmdline, NUL-separated) satisfies match. Processes that exit
+// while it reads, and kernel threads (no arguments), are left out.
+func Find(dir string, match func(argv []string) bool) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("proctree: %w", err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "cmdline"))
+		if err == nil && len(b) > 0 && match(SplitCmdline(b)) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
+}
+
+// SplitCmdline splits the contents of a cmdline file into arguments. The
+// last argument's terminating NUL is optional (a process that rewrote its
+// arguments may leave it out).
+func SplitCmdline(b []byte) []string {
+	b = bytes.TrimSuffix(b, []byte{0})
+	var argv []string
+	for _, a := range bytes.Split(b, []byte{0}) {
+		argv = append(argv, string(a))
+	}
+	return argv
 }

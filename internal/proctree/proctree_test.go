@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,4 +121,37 @@ func FuzzParseStat(f *testing.F) {
 			t.Fatalf("round trip of %+v: %+v, %v", want, got, err)
 		}
 	})
+}
+
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	for pid, cmdline := range map[string]string{
+		"7":    "sleep\x0060\x00",
+		"3":    "sleep\x0060",
+		"12":   "sh\x00-c\x00sleep 60\x00",
+		"9":    "", // a kernel thread
+		"self": "sleep\x0060\x00",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, pid, "cmdline"), []byte(cmdline), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Find(dir, func(argv []string) bool { return slices.Equal(argv, []string{"sleep", "60"}) })
+	if err != nil || !slices.Equal(got, []int{3, 7}) {
+		t.Fatalf("Find(sleep 60) = %v, %v; want [3 7]", got, err)
+	}
+	any, _ := Find(dir, func([]string) bool { return true })
+	if !slices.Equal(any, []int{3, 7, 12}) {
+		t.Fatalf("Find(any) = %v, want [3 7 12]", any)
+	}
+}
+
+func TestFindSelf(t *testing.T) {
+	pids, err := Find("/proc", func(argv []string) bool { return slices.Equal(argv, os.Args) })
+	if err != nil || !slices.Contains(pids, os.Getpid()) {
+		t.Fatalf("Find(os.Args) = %v, %v; want it to hold %d", pids, err, os.Getpid())
+	}
 }

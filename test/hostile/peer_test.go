@@ -1,15 +1,15 @@
 package hostile
 
 import (
-	"bytes"
 	"errors"
+	"strings"
 
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/sshd/wire"
 	"github.com/offload/offload/test/hostile/rawclient"
 )
@@ -148,16 +148,8 @@ func waitProcs(marker string, n int, within time.Duration) error {
 }
 
 func countProcs(marker string) int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	n := 0
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(marker)) {
-			n++
-		}
-	}
-	return n
+	pids, _ := proctree.Find("/proc", func(argv []string) bool {
+		return strings.Contains(strings.Join(argv, " "), marker)
+	})
+	return len(pids)
 }
