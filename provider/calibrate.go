@@ -58,8 +58,10 @@ func (m Measurement) Summary() string {
 
 func (m Measurement) valid() bool {
 	ok := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v < 1e7 }
+	// Score > 0, not only each rate > 0: the product of two tiny rates
+	// (1e-200 each) underflows to a zero score, which ranks as unmeasured.
 	return m.Algorithm != "" && m.Provider != "" && ok(m.MBps1K) && ok(m.MBps32K) && ok(m.OpsPerSec) &&
-		(m.OpsPerSec > 0 || (m.MBps1K > 0 && m.MBps32K > 0))
+		(m.OpsPerSec > 0 || (m.MBps1K > 0 && m.MBps32K > 0)) && m.Score() > 0
 }
 
 // CalibratorConfig configures a Calibrator; the zero value measures for

@@ -69,6 +69,8 @@ func FuzzCalibrationCache(f *testing.F) {
 	f.Add(valid(provider.Measurement{Algorithm: "aes128-gcm", Provider: sw.Name(), MBps1K: 900, MBps32K: 4000, At: now}))
 	f.Add(valid(provider.Measurement{Algorithm: "ed25519", Provider: sw.Name(), OpsPerSec: 60000, At: now}))
 	f.Add(valid(provider.Measurement{Algorithm: "aes128-gcm", Provider: sw.Name(), MBps1K: -1, MBps32K: 1e308, At: now}))
+	// each rate positive, but their product underflows to a zero score
+	f.Add(valid(provider.Measurement{Algorithm: "aes128-gcm", Provider: sw.Name(), MBps1K: 1e-200, MBps32K: 1e-200, At: now}))
 	f.Add([]byte(`{"Format":1,"Key":{},"Results":null}`))
 	f.Add([]byte("{"))
 	dir := f.TempDir()

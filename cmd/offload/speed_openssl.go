@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -327,14 +328,20 @@ func (s *opensslSpeed) line(l string) error {
 }
 
 func (s *opensslSpeed) header(f []string) error {
-	s.sizes = s.sizes[:0]
+	var sizes []int
 	for _, x := range f {
 		n, err := strconv.Atoi(x)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("+H: block size %q", x)
 		}
-		s.sizes = append(s.sizes, n)
+		sizes = append(sizes, n)
 	}
+	// The +F figures are by position in the +H sizes: other sizes after
+	// them would give their figures sizes they were not measured at.
+	if len(s.bulk) > 0 && !slices.Equal(sizes, s.sizes) {
+		return fmt.Errorf("+H: block sizes %v after figures for %v", sizes, s.sizes)
+	}
+	s.sizes = sizes
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -212,6 +213,12 @@ func readTime(r *wire.Reader, field string) time.Time {
 	if r.Err() == nil {
 		if err := t.UnmarshalBinary(b); err != nil {
 			r.Fail(field, err)
+		} else if again, err := t.MarshalBinary(); err != nil || !bytes.Equal(again, b) {
+			// time.Time reads encodings it does not write (a zone offset
+			// in seconds below zero, one of 60 seconds or more, a nanosecond
+			// field out of range): such a state would not encode again, or
+			// not to what was read.
+			r.Fail(field, fmt.Errorf("time %x is not one time.Time encodes", b))
 		}
 	}
 	return t

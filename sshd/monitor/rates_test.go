@@ -225,7 +225,10 @@ func checkPenalties(t *testing.T, evs []event) {
 			slot.Release()
 			continue
 		}
-		if !now.Before(until[ev.src]) {
+		// A penalty is in force up to its expiry included (as OpenSSH
+		// keeps one whose expiry is not before now): one capped at Max
+		// still refuses at exactly until.
+		if now.After(until[ev.src]) {
 			t.Fatalf("source %s refused (%v) though it has caused no penalty that could still run", addr, err)
 		}
 	}
