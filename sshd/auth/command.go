@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/offload/offload/internal/argv"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -57,39 +58,12 @@ func validateCommand(field, line, cmdUser, tokens string) error {
 	return nil
 }
 
-// splitArgs splits a command line as OpenSSH's argv_split: whitespace
-// separates, double or single quotes group, a backslash escapes.
+// splitArgs splits a command line as OpenSSH's sshd does (package argv,
+// a '#' included as an argument).
 func splitArgs(line string) ([]string, error) {
-	var args []string
-	var cur strings.Builder
-	in, quote, esc := false, byte(0), false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case esc:
-			cur.WriteByte(c)
-			esc, in = false, true
-		case c == '\\' && quote != '\'':
-			esc = true
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '"' || c == '\''):
-			quote, in = c, true
-		case quote == 0 && (c == ' ' || c == '\t'):
-			if in {
-				args, in = append(args, cur.String()), false
-				cur.Reset()
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if quote != 0 || esc {
-		return nil, errors.New("unterminated quote or escape in command line")
-	}
-	if in {
-		args = append(args, cur.String())
+	args, err := argv.Split(line, false)
+	if err != nil {
+		return nil, errors.New("unterminated quote in command line")
 	}
 	if len(args) == 0 {
 		return nil, errors.New("empty command line")

@@ -469,10 +469,11 @@ func TestPrintRoundTrip(t *testing.T) {
 		"RekeyLimit 512M 30m\nMetricsAddress [::1]:9100\nAllowUsers a b\nBanner \"#not a comment\"\nVersionAddendum a b # c\n"
 	c := parse(t, text)
 	out := printed(c)
+	// a rest-of-line value keeps its '#' (versionaddendum), as in OpenSSH
 	for _, want := range []string{"port 2222\n", "listenaddress 127.0.0.1:2222\n", "hostkey \"/keys/my key\"\n",
 		"ciphers chacha20-poly1305@openssh.com,", "rekeylimit 536870912 1800\n", "cryptopolicy fastest\n",
 		"providermap aes128-gcm=cpu\n", "logingracetime 120\n", "channelwindowsize auto\n", "pidfile none\n",
-		"calibrationcache default\n", "subsystem x /bin/x -a b\n", "versionaddendum a b\n", "usepam no\n",
+		"calibrationcache default\n", "subsystem x /bin/x -a b\n", "versionaddendum a b # c\n", "usepam no\n",
 		"x11forwarding no\n", "permitopen any\n", "authenticationmethods any\n", "streamlocalbindmask 0177\n",
 		"unusedconnectiontimeout none\n", "syslogfacility AUTH\n", "persourcepenalties yes\n"} {
 		if !strings.Contains(out, want) {

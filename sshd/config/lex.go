@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/offload/offload/internal/argv"
 )
 
 // Errors of the line tokenizer.
@@ -19,9 +21,11 @@ var (
 // The keyword ends at the first blank or '='; one '=' may separate it from
 // the arguments ("Port=22", "Port = 22", "Port 22"). Arguments are
 // separated by blanks; double or single quotes keep blanks inside one
-// argument, and a backslash outside single quotes escapes the next
-// character. An unquoted '#' at the start of an argument begins a comment
-// that runs to the end of the line. A blank or comment line gives an empty
+// argument. A backslash escapes a quote, a backslash or (outside quotes) a
+// space, in or out of quotes alike; before any other character it is kept
+// as written. An unquoted '#' at the start of an argument begins a comment
+// that runs to the end of the line. These are OpenSSH's sshd's rules
+// (package argv), checked side by side with sshd -T. A blank or comment line gives an empty
 // keyword and no error.
 func ParseLine(line string) (keyword string, args []string, err error) {
 	if !utf8.ValidString(line) {
@@ -54,65 +58,19 @@ func isControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 
 // splitArgs splits s into arguments as ParseLine describes.
 func splitArgs(s string) ([]string, error) {
-	var (
-		args    []string
-		cur     strings.Builder
-		inArg   bool
-		quote   byte
-		escaped bool
-	)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case escaped:
-			cur.WriteByte(c)
-			escaped = false
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == '\'':
-			cur.WriteByte(c)
-		case c == '\\':
-			escaped, inArg = true, true
-		case quote == '"':
-			cur.WriteByte(c)
-		case c == '"' || c == '\'':
-			quote, inArg = c, true
-		case c == ' ' || c == '\t':
-			if inArg {
-				args = append(args, cur.String())
-				cur.Reset()
-				inArg = false
-			}
-		case c == '#' && !inArg:
-			return args, nil
-		default:
-			cur.WriteByte(c)
-			inArg = true
-		}
-	}
-	if quote != 0 || escaped {
+	args, err := argv.Split(s, true)
+	if err != nil {
 		return nil, ErrUnterminatedQuote
-	}
-	if inArg {
-		args = append(args, cur.String())
 	}
 	return args, nil
 }
 
 // quoteArg returns a, quoted when ParseLine would otherwise split or
-// change it, so that printed configurations read back unchanged.
+// change it (a leading '=' would read as the keyword's separator), so
+// that printed configurations read back unchanged.
 func quoteArg(a string) string {
-	if a != "" && a[0] != '=' && !strings.ContainsAny(a, " \t\"'\\#") {
-		return a
+	if q := argv.Quote(a); q != a || !strings.HasPrefix(a, "=") {
+		return q
 	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(a); i++ {
-		if a[i] == '"' || a[i] == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(a[i])
-	}
-	b.WriteByte('"')
-	return b.String()
+	return `"` + a + `"`
 }

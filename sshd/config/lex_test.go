@@ -24,6 +24,14 @@ func TestParseLine(t *testing.T) {
 		{`Banner '/my "file"'`, "Banner", []string{`/my "file"`}},
 		{`Banner /my\ file`, "Banner", []string{"/my file"}},
 		{`Banner "a\"b"`, "Banner", []string{`a"b`}},
+		// a backslash escapes quotes, backslashes and an unquoted blank,
+		// in single quotes too; before anything else it stays
+		{`Banner a\b`, "Banner", []string{`a\b`}},
+		{`Banner a\\b`, "Banner", []string{`a\b`}},
+		{`Banner 'a\'b'`, "Banner", []string{`a'b`}},
+		{`Banner "a\ b"`, "Banner", []string{`a\ b`}},
+		{`Banner x\`, "Banner", []string{`x\`}},
+		{`Banner a\#b \#c`, "Banner", []string{`a\#b`, `\#c`}},
 		{`AllowUsers "" b`, "AllowUsers", []string{"", "b"}},
 		{"ProviderMap aes128-gcm=pkcs11:token=unit0", "ProviderMap", []string{"aes128-gcm=pkcs11:token=unit0"}},
 		{"PubkeyAuthentication", "PubkeyAuthentication", nil},
@@ -34,7 +42,7 @@ func TestParseLine(t *testing.T) {
 			t.Errorf("ParseLine(%q) = %q, %q, %v; want %q, %q", tc.line, kw, args, err, tc.keyword, tc.args)
 		}
 	}
-	for _, bad := range []string{`Banner "x`, `Banner 'x`, `Banner x\`, "=22", "Port \x01", "Port \xff"} {
+	for _, bad := range []string{`Banner "x`, `Banner 'x`, `Banner "x\"`, "=22", "Port \x01", "Port \xff"} {
 		if _, _, err := ParseLine(bad); err == nil {
 			t.Errorf("ParseLine(%q) accepted", bad)
 		}

@@ -300,15 +300,15 @@ func checkWord(word string, cmdline bool) error {
 }
 
 // restOfLine is what follows the keyword (and its '='), for keywords
-// that take the whole rest of the line; a trailing comment is dropped.
+// that take the whole rest of the line, blanks around it dropped. As in
+// OpenSSH's sshd, a '#' in it is part of the value ("ForceCommand echo a
+// #b" runs that line, whose shell drops the comment); the line must
+// still split into arguments (balanced quotes).
 func restOfLine(text, word string) string {
 	rest := strings.TrimLeft(text, " \t")[len(word):]
 	rest = strings.TrimLeft(rest, " \t")
 	rest = strings.TrimPrefix(rest, "=")
-	if i := strings.Index(rest, " #"); i >= 0 {
-		rest = rest[:i]
-	}
-	return strings.TrimSpace(strings.TrimRight(rest, "\r\n"))
+	return strings.Trim(rest, " \t\r\n")
 }
 
 // check checks a line's arguments and where it stands: the value parses,
