@@ -1,6 +1,6 @@
 // Package argv splits a line into arguments by the rules OpenSSH's sshd
 // applies to its configuration lines and to the commands they name
-// (AuthorizedKeysCommand and the like).
+// (AuthorizedKeysCommand and the like, internal-sftp's flags).
 //
 // # Rules
 //

@@ -25,8 +25,8 @@ var (
 // space, in or out of quotes alike; before any other character it is kept
 // as written. An unquoted '#' at the start of an argument begins a comment
 // that runs to the end of the line. These are OpenSSH's sshd's rules
-// (package argv), checked side by side with sshd -T. A blank or comment line gives an empty
-// keyword and no error.
+// (package argv), checked side by side with sshd -T. A blank or comment
+// line gives an empty keyword and no error.
 func ParseLine(line string) (keyword string, args []string, err error) {
 	if !utf8.ValidString(line) {
 		return "", nil, ErrInvalidUTF8

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+
+	"github.com/offload/offload/internal/argv"
 )
 
 // Options are the command-line flags of internal-sftp and sftp-server(8),
@@ -192,44 +194,12 @@ func parseUmask(v string) (*fs.FileMode, error) {
 }
 
 // SplitArgs splits a command line into words as OpenSSH does for
-// internal-sftp: blanks separate words, single and double quotes group, a
-// backslash escapes a quote, a backslash or (outside quotes) a space, a
-// '#' starting a word ends the line, and a quote left open is an error.
+// internal-sftp (package argv, a '#' starting a word ends the line); a
+// quote left open is an error.
 func SplitArgs(s string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	inWord := false
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-			continue
-		case quote == 0 && !inWord && c == '#':
-			return words, nil // a comment ends the line, as for OpenSSH's internal-sftp
-		case c == '\\' && i+1 < len(s) && (strings.IndexByte(`'"\\`, s[i+1]) >= 0 || quote == 0 && s[i+1] == ' '):
-			i++
-			c = s[i]
-		case quote == 0 && (c == '\'' || c == '"'):
-			quote, inWord = c, true
-			continue
-		case c == quote:
-			quote = 0
-			continue
-		}
-		w.WriteByte(c)
-		inWord = true
-	}
-	if quote != 0 {
+	words, err := argv.Split(s, true)
+	if err != nil {
 		return nil, &ArgsError{Arg: s, Msg: "unterminated quote"}
-	}
-	if inWord {
-		words = append(words, w.String())
 	}
 	return words, nil
 }

@@ -69,7 +69,8 @@ func TestSplitArgs(t *testing.T) {
 		`x # rest`:       {"x"},
 		`x a#b '#c'`:     {"x", "a#b", "#c"},
 		`"" a`:           {"", "a"},
-		"\ta\n":          {"a"},
+		"\ta\t":          {"a"},
+		"a\nb":           {"a\nb"}, // a newline is no blank, as for OpenSSH
 		`a\zb`:           {`a\zb`},
 	} {
 		got, err := SplitArgs(in)
