@@ -60,8 +60,10 @@ func checkEveryAlgorithm(t *testing.T, cfg string, cc *ssh.ClientConfig, out str
 		cc.Config = ssh.Config{Ciphers: []string{c}, KeyExchanges: []string{"curve25519-sha256"}}
 		lines := logins.next(cc)
 		for prim, prov := range primitivesOf(t, out, "cipher", c) {
-			checkServed(t, out, lines, "cipher_in_provider", prim, prov, separated)
-			checkServed(t, out, lines, "cipher_out_provider", prim, prov, separated)
+			ok := checkServed(t, out, lines, "cipher_in_provider", prim, prov, separated)
+			if !checkServed(t, out, lines, "cipher_out_provider", prim, prov, separated) || !ok {
+				logins.explain(prim)
+			}
 		}
 	}
 	for _, k := range everyKex {
@@ -77,29 +79,35 @@ func checkEveryAlgorithm(t *testing.T, cfg string, cc *ssh.ClientConfig, out str
 			}
 			if got := servedBy(t, lines["key exchange done"], "kex_provider", prim); got != prov {
 				t.Errorf("%s: %s by %s, -T says %s: %s", k, prim, got, prov, lines["key exchange done"])
+				logins.explain(prim)
 			}
 		}
 	}
 }
 
 // checkServed compares the provider of prim in a connection's lines
-// with -T's: the monitor's choice in-process, the plan's separated.
-func checkServed(t *testing.T, out string, lines map[string]string, key, prim, prov string, separated bool) {
+// with -T's: the monitor's choice in-process, the plan's separated. It
+// reports whether they agree.
+func checkServed(t *testing.T, out string, lines map[string]string, key, prim, prov string, separated bool) bool {
 	t.Helper()
 	if !separated {
 		if got := servedBy(t, lines["key exchange done"], key, prim); got != prov {
 			t.Errorf("%s: %s by %s, -T says %s", key, prim, got, prov)
+			return false
 		}
-		return
+		return true
 	}
 	pre, post := planned(t, out, prim)
+	agree := true
 	for msg, want := range map[string]string{"key exchange done": pre, "keys resumed": post} {
 		want, where, _ := strings.Cut(want, " in the ")
 		got := servedBy(t, lines[msg], key, prim)
 		if got != want || (where == "monitor") != strings.Contains(lines[msg], "through the monitor") {
 			t.Errorf("%s %s: %s by %s, the plan says %s in the %s: %s", msg, key, prim, got, want, where, lines[msg])
+			agree = false
 		}
 	}
+	return agree
 }
 
 // primitivesOf reads -T's lines "# KIND NAME: PRIM by PROV ..." into a
@@ -124,6 +132,7 @@ type logins struct {
 	buf       *lockedBuffer
 	separated bool
 	n         int // connections made
+	d         *daemon
 }
 
 func newLogins(t *testing.T, cfg string, separated bool) *logins {
@@ -133,7 +142,30 @@ func newLogins(t *testing.T, cfg string, separated bool) *logins {
 	}
 	buf := &lockedBuffer{}
 	d, _, _ := runTestDaemon(t, o, slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	return &logins{t: t, addr: d.listeners[0].Addr().String(), buf: buf, separated: separated}
+	return &logins{t: t, addr: d.listeners[0].Addr().String(), buf: buf, separated: separated, d: d}
+}
+
+// explain logs, after a disagreement, the daemon's own account of its
+// choice for prim (candidates, measurements, warnings) and its log's
+// lines other than the connections' provenance.
+func (l *logins) explain(prim string) {
+	l.t.Helper()
+	l.d.mu.Lock()
+	reg := l.d.cur.reg
+	l.d.mu.Unlock()
+	ex, err := reg.Explain(prim)
+	if err != nil {
+		l.t.Logf("the daemon cannot explain %s: %v", prim, err)
+	} else {
+		l.t.Logf("the daemon's choice: %s", ex)
+	}
+	var other []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if !strings.Contains(line, "key exchange done") && !strings.Contains(line, "keys resumed") {
+			other = append(other, line)
+		}
+	}
+	l.t.Logf("the daemon's other lines:\n%s", strings.Join(other, "\n"))
 }
 
 // next logs in with cc, runs a command and returns the connection's

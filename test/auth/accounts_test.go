@@ -59,42 +59,21 @@ func openSSHD(t *testing.T, f *fixture, lines ...string) (string, *sshtest.LogBu
 	if _, err := os.Stat(hostKey); err != nil {
 		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
 	}
-	port := freePort(t)
-	// the first setting of a keyword wins: lines come before the defaults
-	cfg := append(lines, "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey, "PidFile none",
-		"LogLevel VERBOSE", "AuthorizedKeysFile .ssh/authorized_keys")
-	path := filepath.Join(f.dir, "sshd_config."+port)
-	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
-	log := &sshtest.LogBuffer{}
-	cmd := f.command(bin, "-D", "-e", "-f", path)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// its own line, not a probe: a connection closed before the
-	// identification is logged, and would be one more line to compare
-	if !testenv.WaitUntil(t, func() bool { return strings.Contains(log.String(), "Server listening on") }) {
-		t.Fatalf("sshd did not listen on %s:\n%s", port, log)
-	}
-	return port, log
-}
-
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return p
-}
-
-func waitPort(t *testing.T, port string, log fmt.Stringer) {
-	if testenv.WaitUntil(t, func() bool { return testenv.Listening("127.0.0.1:" + port) }) {
-		return
-	}
-	t.Fatalf("sshd did not listen on %s:\n%s", port, log)
+	var log *sshtest.LogBuffer
+	s := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		// the first setting of a keyword wins: lines come before the defaults
+		cfg := append(append([]string(nil), lines...), "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey,
+			"PidFile none", "LogLevel VERBOSE", "AuthorizedKeysFile .ssh/authorized_keys")
+		path := filepath.Join(f.dir, "sshd_config."+port)
+		os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
+		log = &sshtest.LogBuffer{}
+		cmd := f.command(bin, "-D", "-e", "-f", path)
+		cmd.Stdout, cmd.Stderr = log, log
+		// its own line, not a probe: a connection closed before the
+		// identification is logged, and would be one more line to compare
+		return testenv.Launch{Cmd: cmd, Output: log, Listens: func() bool { return strings.Contains(log.String(), "Server listening on") }}
+	})
+	return s.Port, log
 }
 
 // offloadSSHD serves a with offload's server in this process; the log

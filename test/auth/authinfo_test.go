@@ -1,6 +1,8 @@
 package auth_test
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,14 +42,14 @@ func TestExposeAuthInfoLikeOpenSSH(t *testing.T) {
 	for _, c := range cases {
 		lines := append(append([]string(nil), base...), "AuthenticationMethods "+c.am, "AcceptEnv SSH_USER_AUTH")
 		oport, olog := openSSHD(t, f, append(lines, "ExposeAuthInfo yes")...)
-		want, _ := authInfoLogin(t, f, oport, u.Username, ask, c.client, u.key, spoof...)
+		want, _ := authInfoLogin(t, f, olog, oport, u.Username, ask, c.client, u.key, spoof...)
 		t.Logf("OpenSSH, AuthenticationMethods %s:\n%s", c.am, want)
 		if !strings.Contains(want, "publickey ssh-ed25519 AAAA") {
 			t.Fatalf("OpenSSH's SSH_USER_AUTH for %s: %q (the test's premise)\n%s", c.am, want, olog)
 		}
 		for _, mode := range []string{"PrivilegeSeparation yes", "PrivilegeSeparation no"} {
 			d := startOffloadDaemon(t, f, nil, nil, append(lines, mode, "ExposeAuthInfo yes")...)
-			got, path := authInfoLogin(t, f, d.port, u.Username, ask, c.client, u.key, spoof...)
+			got, path := authInfoLogin(t, f, d.stderr, d.port, u.Username, ask, c.client, u.key, spoof...)
 			if got != want {
 				t.Errorf("AuthenticationMethods %s, %s: offload's SSH_USER_AUTH\n%q\nOpenSSH's\n%q\noffload log:\n%s", c.am, mode, got, want, d.stderr)
 			}
@@ -56,14 +58,14 @@ func TestExposeAuthInfoLikeOpenSSH(t *testing.T) {
 	}
 	t.Run("off", func(t *testing.T) {
 		d := startOffloadDaemon(t, f, nil, nil, base...)
-		got, _ := authInfoLogin(t, f, d.port, u.Username, ask, "publickey", u.key, spoof...)
+		got, _ := authInfoLogin(t, f, d.stderr, d.port, u.Username, ask, "publickey", u.key, spoof...)
 		if got != "none\n" {
 			t.Errorf("ExposeAuthInfo no: the session saw %q", got)
 		}
 	})
 	t.Run("Match", func(t *testing.T) {
 		d := startOffloadDaemon(t, f, nil, nil, append(base, "Match User "+u.Username, "ExposeAuthInfo yes")...)
-		got, path := authInfoLogin(t, f, d.port, u.Username, ask, "publickey", u.key)
+		got, path := authInfoLogin(t, f, d.stderr, d.port, u.Username, ask, "publickey", u.key)
 		if !strings.HasPrefix(got, "publickey ssh-ed25519 AAAA") {
 			t.Errorf("ExposeAuthInfo yes in a Match block: the session saw %q\n%s", got, d.stderr)
 		}
@@ -72,21 +74,24 @@ func TestExposeAuthInfoLikeOpenSSH(t *testing.T) {
 }
 
 // authInfoLogin logs in with the methods given (a key, answers from
-// askpass) and runs authInfoScript; it returns the output without the
-// path line, and the path.
-func authInfoLogin(t *testing.T, f *fixture, port, user, askpass, methods, key string, extra ...string) (string, string) {
+// askpass) to the server on port, whose log is server, and runs
+// authInfoScript; it returns the output without the path line, and the
+// path.
+func authInfoLogin(t *testing.T, f *fixture, server fmt.Stringer, port, user, askpass, methods, key string, extra ...string) (string, string) {
 	t.Helper()
 	args := []string{"-F", "/dev/null", "-p", port, "-o", "PreferredAuthentications=" + methods,
-		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=VERBOSE",
 		"-o", "NumberOfPasswordPrompts=1", "-o", "IdentitiesOnly=yes", "-i", key}
 	args = append(append(args, extra...), "-l", user, "127.0.0.1", authInfoScript)
 	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.ssh, args...)
 	cmd.Env = append(os.Environ(), "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=:0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("ssh %s: %v: %s", methods, err, out)
+		t.Fatalf("ssh %s: %v: %s\nits stderr:\n%s\nthe server's log:\n%s", methods, err, out, stderr.String(), server)
 	}
 	text, path, _ := strings.Cut(string(out), "path=")
 	return text, strings.TrimSpace(path)

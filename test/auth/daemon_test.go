@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
@@ -34,42 +36,35 @@ func startOffloadDaemon(t *testing.T, f *fixture, flags, env []string, lines ...
 	if _, err := os.Stat(hostKey); err != nil {
 		f.run(f.gen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
 	}
-	port := freePort(t)
-	// lines first (the first setting of a keyword wins), but a Match
-	// block and what follows it last
+	var d *daemon
+	s := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		d = &daemon{port: port, stderr: &sshtest.LogBuffer{}}
+		n := strconv.FormatInt(daemonSeq.Add(1), 10)
+		pidFile := filepath.Join(f.dir, "offload."+n+".pid")
+		path := filepath.Join(f.dir, "offload_config."+n)
+		os.WriteFile(path, []byte(offloadConfig(lines, port, hostKey, pidFile)), 0o600)
+		cmd := f.command(bin, append([]string{"sshd", "-D", "-f", path, "-shutdown-timeout", "2s"}, flags...)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
+		// the PidFile, a path of this start alone, is written once it listens
+		return testenv.Launch{Cmd: cmd, Output: d.stderr, Listens: func() bool { return testenv.FileExists(pidFile) }}
+	})
+	d.pid = s.Cmd.Process.Pid
+	return d
+}
+
+var daemonSeq atomic.Int64
+
+// offloadConfig is lines, then the test's defaults, then a Match block of
+// lines and what follows it (the first setting of a keyword wins).
+func offloadConfig(lines []string, port, hostKey, pidFile string) string {
 	var match []string
-	for i, l := range lines {
-		if strings.HasPrefix(l, "Match ") {
-			lines, match = lines[:i], lines[i:]
-			break
-		}
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Match ") }); i >= 0 {
+		lines, match = lines[:i], lines[i:]
 	}
 	cfg := append(append([]string(nil), lines...), "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey,
-		"AuthorizedKeysFile .ssh/authorized_keys", "PerSourcePenalties no", "CalibrationCache none")
-	cfg = append(cfg, match...)
-	path := filepath.Join(f.dir, "offload_config."+port)
-	os.WriteFile(path, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
-	d := &daemon{port: port, stderr: &sshtest.LogBuffer{}}
-	cmd := f.command(bin, append([]string{"sshd", "-D", "-f", path, "-shutdown-timeout", "2s"}, flags...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.pid = cmd.Process.Pid
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	waitPort(t, port, d.stderr)
-	return d
+		"PidFile "+pidFile, "AuthorizedKeysFile .ssh/authorized_keys", "PerSourcePenalties no", "CalibrationCache none")
+	return strings.Join(append(cfg, match...), "\n") + "\n"
 }
 
 // awaitLog returns the first match of re in what log holds, waiting for

@@ -56,20 +56,26 @@ func stockConfig(t *testing.T, f *fixture, port string, extra ...string) string 
 // configuration, with -o overrides.
 func startStock(t *testing.T, f *fixture, name, bin string, args []string, overrides []string, extra ...string) *stockServer {
 	t.Helper()
-	s := &stockServer{name: name, port: freePort(t), log: &sshtest.LogBuffer{}}
-	cfg := stockConfig(t, f, s.port, extra...)
-	args = append(append([]string(nil), args...), "-D", "-e", "-f", cfg)
-	for _, o := range overrides {
-		args = append(args, "-o", o)
-	}
-	cmd := f.command(bin, args...)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitPort(t, s.port, s.log)
+	var s *stockServer
+	testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		s = &stockServer{name: name, port: port, log: &sshtest.LogBuffer{}}
+		cfg := stockConfig(t, f, port, extra...)
+		argv := append(append([]string(nil), args...), "-D", "-e", "-f", cfg)
+		for _, o := range overrides {
+			argv = append(argv, "-o", o)
+		}
+		cmd := f.command(bin, argv...)
+		cmd.Stdout, cmd.Stderr = s.log, s.log
+		return testenv.Launch{Cmd: cmd, Output: s.log, Listens: func() bool { return saysListening(s.log.String(), port) }}
+	})
 	return s
+}
+
+// saysListening reports whether a server's log says it listens on port
+// of 127.0.0.1: OpenSSH's line, or offload's.
+func saysListening(log, port string) bool {
+	return strings.Contains(log, "Server listening on 127.0.0.1 port "+port+".") ||
+		strings.Contains(log, "listening addr=127.0.0.1:"+port)
 }
 
 // clientRun runs an OpenSSH client program (ssh, sftp) with env, and

@@ -35,31 +35,33 @@ func (f *fixture) reference(t *testing.T, extra ...string) *fixture {
 	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v %s", err, out)
 	}
-	port := freePort(t)
-	cfg := strings.Join(append([]string{
-		"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + hostKey,
-		"AuthorizedKeysFile " + filepath.Join(f.dir, "authorized_keys"), "StrictModes no", "UsePAM no",
-		"PidFile none", "PermitRootLogin yes", "LogLevel ERROR", "AcceptEnv SHLVL LC_* OFFLOAD_OK",
-	}, extra...), "\n") + "\n"
-	cfgPath := filepath.Join(dir, "sshd_config")
-	os.WriteFile(cfgPath, []byte(cfg), 0o600)
-	if out, err := exec.Command(sshd, "-t", "-f", cfgPath).CombinedOutput(); err != nil {
-		t.Fatalf("OpenSSH sshd -t: %v %s", err, out)
-	}
-	cmd := exec.Command(sshd, "-D", "-e", "-f", cfgPath)
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var logs *syncBuffer
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
+		if t.Failed() && logs != nil {
 			t.Logf("OpenSSH sshd log:\n%s", logs.String())
 		}
 	})
-	waitPort(t, port)
+	n := 0
+	s := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		n++
+		// its PidFile, a path of this try alone, is written once it listens
+		pidFile := filepath.Join(dir, "sshd."+strconv.Itoa(n)+".pid")
+		cfg := strings.Join(append([]string{
+			"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + hostKey,
+			"AuthorizedKeysFile " + filepath.Join(f.dir, "authorized_keys"), "StrictModes no", "UsePAM no",
+			"PidFile " + pidFile, "PermitRootLogin yes", "LogLevel ERROR", "AcceptEnv SHLVL LC_* OFFLOAD_OK",
+		}, extra...), "\n") + "\n"
+		cfgPath := filepath.Join(dir, "sshd_config")
+		os.WriteFile(cfgPath, []byte(cfg), 0o600)
+		if out, err := exec.Command(sshd, "-t", "-f", cfgPath).CombinedOutput(); err != nil {
+			t.Fatalf("OpenSSH sshd -t: %v %s", err, out)
+		}
+		cmd := exec.Command(sshd, "-D", "-e", "-f", cfgPath)
+		logs = &syncBuffer{}
+		cmd.Stderr = logs
+		return testenv.Launch{Cmd: cmd, Output: logs, Listens: func() bool { return testenv.FileExists(pidFile) }}
+	})
+	port := s.Port
 	ref := *f
 	ref.port = port
 	return &ref

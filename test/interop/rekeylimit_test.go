@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,37 +225,26 @@ func startBinary(t *testing.T, e *env, lines ...string) *server {
 	bin := testenv.OffloadBinary(t)
 	dir := t.TempDir()
 	hostKey, pub := makeHostKey(t, dir)
-	port := freePort(t)
-	conf := filepath.Join(dir, "sshd_config")
-	text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nAuthorizedKeysFile %s\nStrictModes no\nLogLevel DEBUG\n%s\n",
-		port, hostKey, e.authKeys, strings.Join(lines, "\n"))
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	lw := &lineRecorder{r: rec}
-	cmd := exec.Command(bin, "sshd", "-D", "-f", conf, "-e", "-shutdown-timeout", "2s")
-	cmd.Stdout, cmd.Stderr = lw, lw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
+	var rec *recorder
+	t.Cleanup(func() { // after the server's stop
+		if t.Failed() && rec != nil {
 			t.Logf("offload sshd log (problems):\n%s", tail(problems(rec.since(0)), 4000))
 		}
 	})
-	s := &server{addr: "127.0.0.1:" + port, port: port, hostPubs: []ssh.PublicKey{pub}, log: rec}
-	waitListening(t, s.addr, func() string { return tail(lw.text(), 2000) })
-	return s
+	st := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		conf := filepath.Join(dir, "sshd_config")
+		text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nAuthorizedKeysFile %s\nStrictModes no\nLogLevel DEBUG\n%s\n",
+			port, hostKey, e.authKeys, strings.Join(lines, "\n"))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rec = &recorder{}
+		lw := &lineRecorder{r: rec}
+		cmd := exec.Command(bin, "sshd", "-D", "-f", conf, "-e", "-shutdown-timeout", "2s")
+		cmd.Stdout, cmd.Stderr = lw, lw
+		return testenv.Launch{Cmd: cmd, Output: lw, Listens: func() bool { return strings.Contains(lw.text(), "listening addr=127.0.0.1:"+port) }}
+	})
+	return &server{addr: "127.0.0.1:" + st.Port, port: st.Port, hostPubs: []ssh.PublicKey{pub}, log: rec}
 }
 
 // startOpenSSH runs OpenSSH's sshd on the same kind of configuration,
@@ -274,21 +262,23 @@ func startOpenSSH(t *testing.T, e *env, lines ...string) *server {
 	os.MkdirAll("/run/sshd", 0o755) // its privilege separation directory
 	dir := t.TempDir()
 	hostKey, pub := makeHostKey(t, dir)
-	port := freePort(t)
-	conf := filepath.Join(dir, "sshd_config")
-	text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nAuthorizedKeysFile %s\nStrictModes no\nUsePAM no\nPidFile none\n%s\n",
-		port, hostKey, e.authKeys, strings.Join(lines, "\n"))
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(sshd, "-D", "-e", "-f", conf)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	s := &server{addr: "127.0.0.1:" + port, port: port, hostPubs: []ssh.PublicKey{pub}}
-	waitListening(t, s.addr, func() string { return "" })
-	return s
+	n := 0
+	st := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		n++
+		// its PidFile, a path of this try alone, is written once it listens
+		pidFile := filepath.Join(dir, "sshd."+strconv.Itoa(n)+".pid")
+		conf := filepath.Join(dir, "sshd_config")
+		text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nAuthorizedKeysFile %s\nStrictModes no\nUsePAM no\nPidFile %s\n%s\n",
+			port, hostKey, e.authKeys, pidFile, strings.Join(lines, "\n"))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := &lineRecorder{r: &recorder{}}
+		cmd := exec.Command(sshd, "-D", "-e", "-f", conf)
+		cmd.Stdout, cmd.Stderr = out, out
+		return testenv.Launch{Cmd: cmd, Output: out, Listens: func() bool { return testenv.FileExists(pidFile) }}
+	})
+	return &server{addr: "127.0.0.1:" + st.Port, port: st.Port, hostPubs: []ssh.PublicKey{pub}}
 }
 
 func makeHostKey(t *testing.T, dir string) (string, ssh.PublicKey) {
@@ -306,25 +296,6 @@ func makeHostKey(t *testing.T, dir string) (string, ssh.PublicKey) {
 		t.Fatal(err)
 	}
 	return key, pub
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return p
-}
-
-func waitListening(t *testing.T, addr string, log func() string) {
-	t.Helper()
-	if testenv.WaitUntil(t, func() bool { return testenv.Listening(addr) }) {
-		return
-	}
-	t.Fatalf("no server listening on %s:\n%s", addr, log())
 }
 
 // lineRecorder turns the binary's text log lines (slog's key=value
@@ -359,6 +330,9 @@ func (l *lineRecorder) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// String is the text written so far.
+func (l *lineRecorder) String() string { return l.text() }
 
 func (l *lineRecorder) text() string {
 	l.mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/proctree"
 	"github.com/offload/offload/internal/sshtest"
@@ -81,28 +79,29 @@ func launchBinary(t *testing.T, bin string, a *account, dir string, wrapper []st
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
 	}
-	port := freePort(t)
-	conf := filepath.Join(dir, "sshd_config")
-	text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nLogLevel DEBUG\n%s\n", port, hostKey, strings.Join(lines, "\n"))
-	os.WriteFile(conf, []byte(text), 0o600)
-	d := &daemon{t: t, port: port, log: &sshtest.LogBuffer{}, dir: dir}
-	argv := append(append([]string(nil), wrapper...), bin, "sshd", "-D", "-f", conf, "-e", "-shutdown-timeout", "2s")
-	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	d.cmd.ExtraFiles = extra
-	if a != nil {
-		gid, _ := strconv.Atoi(a.Gid)
-		for _, p := range []string{hostKey, hostKey + ".pub", conf} {
-			os.Chown(p, a.uid, gid)
+	d := &daemon{t: t, dir: dir}
+	t.Cleanup(d.logIfFailed) // after the server's stop
+	s := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		conf := filepath.Join(dir, "sshd_config")
+		text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nLogLevel DEBUG\n%s\n", port, hostKey, strings.Join(lines, "\n"))
+		os.WriteFile(conf, []byte(text), 0o600)
+		d.port, d.log = port, &sshtest.LogBuffer{}
+		argv := append(append([]string(nil), wrapper...), bin, "sshd", "-D", "-f", conf, "-e", "-shutdown-timeout", "2s")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdout, cmd.Stderr = d.log, d.log
+		cmd.ExtraFiles = extra
+		if a != nil {
+			gid, _ := strconv.Atoi(a.Gid)
+			for _, p := range []string{hostKey, hostKey + ".pub", conf} {
+				os.Chown(p, a.uid, gid)
+			}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(a.uid), Gid: uint32(gid)}}
+			cmd.Dir = dir
 		}
-		d.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(a.uid), Gid: uint32(gid)}}
-		d.cmd.Dir = dir
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.stop)
-	d.waitListening()
+		log := d.log
+		return testenv.Launch{Cmd: cmd, Output: log, Listens: func() bool { return strings.Contains(log.String(), "listening addr=127.0.0.1:"+port) }}
+	})
+	d.cmd = s.Cmd
 	return d
 }
 
@@ -123,37 +122,10 @@ func copyBinary(t *testing.T, bin, dir string, a *account) string {
 	return p
 }
 
-func (d *daemon) stop() {
-	d.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		d.cmd.Process.Kill()
-		<-done
-	}
-	if d.t.Failed() {
+func (d *daemon) logIfFailed() {
+	if d.t.Failed() && d.log != nil {
 		d.t.Logf("offload sshd log:\n%s", d.log.String())
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return p
-}
-
-func (d *daemon) waitListening() {
-	if testenv.WaitUntil(d.t, func() bool { return testenv.Listening("127.0.0.1:" + d.port) }) {
-		return
-	}
-	d.t.Fatalf("offload sshd did not listen on %s:\n%s", d.port, d.log.String())
 }
 
 // account is a throwaway user with a key the OpenSSH client logs in with.

@@ -48,24 +48,23 @@ func openSSHNamed(t *testing.T, name string, lines ...string) (string, int) {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
 	}
-	port := freePort(t)
-	cfg := append(lines, "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey, "PidFile none", "LogLevel VERBOSE")
-	conf := filepath.Join(dir, "sshd_config")
-	os.WriteFile(conf, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
-	log := &sshtest.LogBuffer{}
-	cmd := exec.Command(link, "-D", "-e", "-f", conf)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var log *sshtest.LogBuffer
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
+		if t.Failed() && log != nil {
 			t.Logf("OpenSSH sshd log:\n%s", log)
 		}
 	})
-	waitFor(t, "OpenSSH sshd to listen", func() bool { return strings.Contains(log.String(), "Server listening on") })
+	s := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		cfg := append(append([]string(nil), lines...), "Port "+port, "ListenAddress 127.0.0.1", "HostKey "+hostKey, "PidFile none", "LogLevel VERBOSE")
+		conf := filepath.Join(dir, "sshd_config")
+		os.WriteFile(conf, []byte(strings.Join(cfg, "\n")+"\n"), 0o600)
+		log = &sshtest.LogBuffer{}
+		cmd := exec.Command(link, "-D", "-e", "-f", conf)
+		cmd.Stdout, cmd.Stderr = log, log
+		out := log
+		return testenv.Launch{Cmd: cmd, Output: out, Listens: func() bool { return strings.Contains(out.String(), "Server listening on") }}
+	})
+	port, cmd := s.Port, s.Cmd
 	return port, cmd.Process.Pid
 }
 

@@ -99,7 +99,7 @@ func TestForwardedConnectionIsTheUsers(t *testing.T) {
 		owner <- socketOwner(port, tport)
 		c.Close()
 	}()
-	local := freePort(t)
+	local := testenv.FreePort(t)
 	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target.Addr().String())
 	cmd := sshCommand(d, a, "sleep 5", fwd, "ExitOnForwardFailure=yes")
 	var stderr strings.Builder
@@ -291,7 +291,7 @@ func TestUserOutOfDescriptorsDoesNotStopOthers(t *testing.T) {
 			held = append(held, c) // keep them open
 		}
 	}()
-	local := freePort(t)
+	local := testenv.FreePort(t)
 	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target.Addr().String())
 	// The session must be running before the descriptors run out: the
 	// client listens for the forward before its exec request is served,
