@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,29 +65,19 @@ func TestAllowDenyUsersLikeOpenSSH(t *testing.T) {
 func startAllowDeny(t *testing.T, impl, sshdBin, authorizedKeys, rules string) string {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePorts(t, 1)[0]
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	text := fmt.Sprintf("ListenAddress %s\nHostKey %s\nPidFile none\nUsePAM no\n%s\n", addr, writeHostKey(t, dir), rules)
-	if impl == "offload" {
-		startTestDaemon(t, writeFileT(t, dir, "sshd_config", "CalibrationCache none\n"+text))
-		return addr
+	config := func(addr string) string {
+		return fmt.Sprintf("ListenAddress %s\nHostKey %s\nPidFile none\nUsePAM no\n%s\n", addr, writeHostKey(t, dir), rules)
+	}
+	if impl == "offload" { // in this process: the port is the one it bound
+		d, _, _ := startTestDaemon(t, writeFileT(t, dir, "sshd_config", "CalibrationCache none\n"+config("127.0.0.1:0")))
+		return d.listeners[0].Addr().String()
 	}
 	os.MkdirAll("/run/sshd", 0o755)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, sshdBin, "-D", "-e", "-f", writeFileT(t, dir, "sshd_config", text))
-	log := filepath.Join(dir, "log")
-	lf, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait(); lf.Close() })
-	if !testenv.WaitUntil(t, func() bool { return testenv.Listening(addr) }) {
-		b, _ := os.ReadFile(log)
-		t.Fatalf("sshd did not listen on %s: %s", addr, strings.TrimSpace(string(b)))
-	}
-	return addr
+	s := testenv.StartOnFreePort(t, func(port string) testenv.Launch {
+		log := &lockedBuffer{}
+		cmd := exec.Command(sshdBin, "-D", "-e", "-f", writeFileT(t, dir, "sshd_config", config("127.0.0.1:"+port)))
+		cmd.Stdout, cmd.Stderr = log, log
+		return testenv.Launch{Cmd: cmd, Output: log, Listens: func() bool { return strings.Contains(log.String(), "Server listening on") }}
+	})
+	return "127.0.0.1:" + s.Port
 }
