@@ -250,6 +250,61 @@ func (tok *Token) Recreate(t testing.TB) {
 	}
 }
 
+// InitTokenOnly makes the token again after Delete the way an
+// administrator's tool does in two steps, and stops after the first: the
+// token is initialized (its label, serial and SO PIN) and its user PIN is
+// not set yet. InitUserPIN is the second step. Both run OpenSC's
+// pkcs11-tool.
+func (tok *Token) InitTokenOnly(t testing.TB) {
+	t.Helper()
+	slots, err := tok.env.run("--show-slots")
+	if err != nil {
+		t.Fatalf("softhsm: %v", err)
+	}
+	slot, ok := freeSlot(slots)
+	if !ok {
+		t.Fatalf("softhsm: no free slot in:\n%s", slots)
+	}
+	tok.pkcs11Tool(t, "--init-token", "--slot", slot, "--init-token", "--label", tok.Label, "--so-pin", tok.SOPIN)
+}
+
+// InitUserPIN sets the user PIN of a token InitTokenOnly made.
+func (tok *Token) InitUserPIN(t testing.TB) {
+	t.Helper()
+	tok.pkcs11Tool(t, "--init-pin", "--token-label", tok.Label, "--login", "--login-type", "so", "--so-pin", tok.SOPIN,
+		"--init-pin", "--new-pin", tok.PIN)
+}
+
+// pkcs11Tool runs pkcs11-tool on the token's module with args; step
+// names the run in an error (the arguments hold PINs).
+func (tok *Token) pkcs11Tool(t testing.TB, step string, args ...string) {
+	t.Helper()
+	bin := testenv.LookPath(t, "pkcs11-tool", "Debian package opensc")
+	utilMu.Lock()
+	defer utilMu.Unlock()
+	cmd := exec.Command(bin, append([]string{"--module", tok.Module}, args...)...)
+	cmd.Env = append(os.Environ(), "SOFTHSM2_CONF="+tok.env.conf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pkcs11-tool %s: %v: %s", step, err, out)
+	}
+}
+
+// freeSlot finds, in --show-slots output, the number of a slot whose
+// token is not initialized.
+func freeSlot(showSlots string) (string, bool) {
+	slot := ""
+	for _, line := range strings.Split(showSlots, "\n") {
+		key, val, colon := strings.Cut(strings.TrimSpace(line), ":")
+		if n, ok := strings.CutPrefix(key, "Slot "); ok && !colon {
+			slot = n
+		}
+		if key == "Initialized" && strings.TrimSpace(val) == "no" && slot != "" {
+			return slot, true
+		}
+	}
+	return "", false
+}
+
 // init makes the token. softhsm2-util looks the new token up again after
 // creating it, and a process reading the token directory at that moment
 // can make the lookup fail: then the half-made token is removed and the

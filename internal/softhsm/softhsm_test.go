@@ -28,3 +28,14 @@ func TestPinSet(t *testing.T) {
 		}
 	}
 }
+
+func TestFreeSlot(t *testing.T) {
+	out := "Available slots:\nSlot 1790\n    Slot info:\n        Token present:    yes\n    Token info:\n        Initialized:      yes\n" +
+		"        Label:            a\nSlot 7\n    Slot info:\n        Description:      SoftHSM slot ID 0x7\n    Token info:\n        Initialized:      no\n"
+	if got, ok := freeSlot(out); !ok || got != "7" {
+		t.Errorf("freeSlot: %q %v, want 7", got, ok)
+	}
+	if _, ok := freeSlot("Slot 1\n    Token info:\n        Initialized:      yes\n"); ok {
+		t.Error("freeSlot found a free slot where every token is initialized")
+	}
+}

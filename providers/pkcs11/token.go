@@ -447,6 +447,9 @@ func (t *token) rescan() error {
 	if found == nil {
 		return &Error{Op: "rescan", Token: old.Label, Class: ClassDevice, Err: errors.New("not among the module's tokens")}
 	}
+	if err := t.setUp(found); err != nil {
+		return err
+	}
 	t.mu.Lock()
 	stale := t.idle
 	t.idle = nil
@@ -461,8 +464,52 @@ func (t *token) rescan() error {
 		}
 	}
 	m.mu.RUnlock()
+	if err := t.canLogIn(); err != nil {
+		return err
+	}
 	t.recoveries.Add(1)
 	t.p.log.Info("token reattached", "token", found.Label, "serial", found.Serial, "slot", found.SlotID)
+	return nil
+}
+
+// canLogIn opens a session on a token found again and logs in, keeping
+// the session in the pool: the token is back when it can be used, not
+// when it is listed. A module may list a token, its user PIN set, and
+// still refuse the login until it loads the token again (SoftHSM, for a
+// token another process set up). On failure the token is down again.
+func (t *token) canLogIn() error {
+	s, err := t.open()
+	if err == nil {
+		t.mu.Lock()
+		t.idle = append(t.idle, s)
+		t.mu.Unlock()
+		return nil
+	}
+	e := &Error{Op: "rescan", Token: t.label(), Class: ClassDevice, Err: fmt.Errorf("found again, but: %w", trimPrefix(err))}
+	t.mu.Lock()
+	t.down = e
+	t.mu.Unlock()
+	t.p.log.Debug("token found again but not usable yet", "token", t.label(), "err", err)
+	return e
+}
+
+// setUp refuses a token that is back but still being set up: made again
+// (C_InitToken) without its user PIN yet (C_InitPIN), as softhsm2-util
+// and pkcs11-tool do in two steps. Such a token is listed but cannot be
+// logged in to, so it stays down until its PIN is set.
+func (t *token) setUp(d *uri.TokenInfo) error {
+	m := t.p.mod
+	m.mu.RLock()
+	info, err := t.p.api.GetTokenInfo(d.SlotID)
+	m.mu.RUnlock()
+	if err != nil {
+		return wrapErr(err, "rescan", d.Label, "")
+	}
+	if info.Flags&pkcs11.CKF_USER_PIN_INITIALIZED == 0 {
+		t.p.log.Debug("token listed but being set up: its user PIN is not initialized yet", "token", d.Label, "serial", d.Serial)
+		return &Error{Op: "rescan", Token: d.Label, Class: ClassDevice,
+			Err: fmt.Errorf("back (serial %s), but being set up: its user PIN is not initialized yet", d.Serial)}
+	}
 	return nil
 }
 

@@ -13,11 +13,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
@@ -132,5 +134,38 @@ func TestTokenRemovedAndRecreated(t *testing.T) {
 	waitHealth(t, p, true)
 	if err := sign(); err == nil || !strings.Contains(err.Error(), "different key") {
 		t.Errorf("signing after the key was replaced: %v, want a refusal", err)
+	}
+}
+
+// TestTokenBackOnlyOnceSetUp: a token made again in two steps (the token,
+// then its user PIN, as softhsm2-util and pkcs11-tool do) is not up
+// between them. Before, the health probe declared it up as soon as it was
+// listed, and the next use failed to log in (CKR_USER_PIN_NOT_INITIALIZED)
+// and fell back to software: test/tokenfaults' TestBulkPreferHardware
+// failed so when the window was wide (five test suites at once).
+func TestTokenBackOnlyOnceSetUp(t *testing.T) {
+	tok := softhsmtest.NewToken(t, "halfset")
+	log := &sshtest.LogBuffer{}
+	p, err := pkcs11.OpenURI(tok.TokenURI(), pkcs11.Config{HealthInterval: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tok.Delete(t)
+	waitHealth(t, p, false)
+
+	tok.InitTokenOnly(t)
+	const settingUp = "its user PIN is not initialized yet"
+	// the probe's lines say why the token stays down once it sees it
+	testenv.WaitUntil(t, func() bool { return p.Health()[0].Up || strings.Contains(log.String(), settingUp) })
+	if h := p.Health()[0]; h.Up || !strings.Contains(log.String(), settingUp) {
+		t.Fatalf("a token without its user PIN: health %+v, want down, the log saying %q:\n%s", h, settingUp, log)
+	}
+
+	tok.InitUserPIN(t)
+	waitHealth(t, p, true)
+	if _, err := p.Generate(context.Background(), tok.URI("k"), pkcs11.ECDSAP256); err != nil {
+		t.Fatalf("a key made on the token once set up (a login): %v", err)
 	}
 }
