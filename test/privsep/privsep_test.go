@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/loginrec"
 )
@@ -99,24 +100,67 @@ func TestForwardedConnectionIsTheUsers(t *testing.T) {
 		owner <- socketOwner(port, tport)
 		c.Close()
 	}()
+	// The forward's port was free a moment ago; another test binary may
+	// take it first: ssh then ends (ExitOnForwardFailure), and the test
+	// tries another port.
+	for try := 1; try <= 3; try++ {
+		if !forwardOnce(t, d, a, target.Addr().String(), owner) {
+			return
+		}
+	}
+	t.Fatal("the forward's port was taken three times in a row")
+}
+
+// forwardOnce runs ssh with a local forward to target and checks whose
+// socket the forwarded connection is; it returns true when ssh ended
+// because the forward's port was taken.
+func forwardOnce(t *testing.T, d *daemon, a *account, target string, owner chan string) bool {
+	t.Helper()
 	local := testenv.FreePort(t)
-	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target.Addr().String())
+	fwd := fmt.Sprintf("LocalForward=127.0.0.1:%s %s", local, target)
 	cmd := sshCommand(d, a, "sleep 5", fwd, "ExitOnForwardFailure=yes")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &sshtest.LogBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-	c := dialRetry(t, "127.0.0.1:"+local, &stderr)
-	defer c.Close()
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	defer func() { cmd.Process.Kill(); <-ended }()
+	if c, err := dialUntil(local, ended); err == nil {
+		defer c.Close()
+	}
 	select {
 	case uid := <-owner:
 		if uid != a.Uid {
 			t.Fatalf("the forwarded connection's socket is uid %s's, want the user's %s", uid, a.Uid)
 		}
+		return false
+	case err := <-ended:
+		ended <- err
+		if strings.Contains(stderr.String(), "Address already in use") {
+			return true
+		}
+		t.Fatalf("ssh ended before a forwarded connection arrived: %v; ssh said: %s", err, stderr)
 	case <-testenv.Timeout(t):
-		t.Fatal("no forwarded connection arrived")
+		t.Fatalf("no forwarded connection arrived; ssh said: %s", stderr)
+	}
+	return false
+}
+
+// dialUntil connects to the local port until it answers or ssh ends.
+func dialUntil(port string, ended chan error) (net.Conn, error) {
+	for {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case e := <-ended:
+			ended <- e
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
