@@ -80,7 +80,7 @@ func TestRemoteForwardLikeOpenSSH(t *testing.T) {
 		b := srv.sshBackground(t, nil, "-N", "-o", "ExitOnForwardFailure=yes", "-R", "0:"+echo, "")
 		m := b.waitLine(t, `Allocated port (\d+) for remote forward to`)
 		roundTrip(t, dialRetry(t, "tcp", "127.0.0.1:"+m[1]), "allocated "+srv.port)
-		port := freePort(t)
+		port := testenv.FreePort(t)
 		srv.sshBackground(t, nil, "-N", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:"+port+":"+echo, "")
 		roundTrip(t, dialRetry(t, "tcp", "127.0.0.1:"+port), "fixed "+srv.port)
 		sock := filepath.Join(t.TempDir(), "fwd.sock")
@@ -118,7 +118,7 @@ func unixEcho(t *testing.T) string {
 func TestLocalForwardToSocket(t *testing.T) {
 	f := newFixture(t, nil)
 	sock := unixEcho(t)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	f.sshBackground(t, nil, "-N", "-o", "ExitOnForwardFailure=yes", "-L", "127.0.0.1:"+port+":"+sock, "")
 	roundTrip(t, dialRetry(t, "tcp", "127.0.0.1:"+port), "to a socket")
 }
@@ -161,7 +161,7 @@ func TestDynamicForward(t *testing.T) {
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "via socks") }))
 	defer web.Close()
 	f := newFixture(t, nil)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	f.sshBackground(t, nil, "-N", "-o", "ExitOnForwardFailure=yes", "-D", "127.0.0.1:"+port, "")
 	waitPort(t, port)
 	for _, proto := range []string{"--socks5", "--socks4"} {
@@ -203,7 +203,7 @@ func TestForwardControlAndMultiplex(t *testing.T) {
 		t.Fatalf("-O forward -R: %q %q %d", out, errOut, code)
 	}
 	roundTrip(t, dialRetry(t, "tcp", "127.0.0.1:"+port), "mux remote")
-	lport := freePort(t)
+	lport := testenv.FreePort(t)
 	if _, errOut, code := mux("-O", "forward", "-L", "127.0.0.1:"+lport+":"+echo, ""); code != 0 {
 		t.Fatalf("-O forward -L: %q %d", errOut, code)
 	}

@@ -67,17 +67,6 @@ func (f *fixture) reference(t *testing.T, extra ...string) *fixture {
 	return &ref
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 // waitPort waits until something listens on the loopback port.
 func waitPort(t *testing.T, port string) {
 	t.Helper()

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +50,7 @@ func newServer(t *testing.T, hostKey string, lines ...string) *server {
 			t.Fatalf("ssh-keygen: %v: %s", err, out)
 		}
 	}
-	s.port = freePort(t)
+	s.port = testenv.FreePort(t)
 	s.conf = filepath.Join(s.dir, "sshd_config")
 	s.log = filepath.Join(s.dir, "log")
 	text := fmt.Sprintf("ListenAddress 127.0.0.1:%s\nHostKey %s\nLogLevel DEBUG\nPidFile %s\nPrivilegeSeparation yes\nCalibrationCache none\n%s\n",
@@ -170,17 +169,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func alive(pid int) bool {
 	s, err := proctree.ReadStat("/proc", pid)
 	return err == nil && s.State != 'Z'
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return p
 }
 
 // account is a throwaway user with a key.

@@ -25,7 +25,7 @@ func TestOpenSSHRestartKeepsSession(t *testing.T) {
 	testenv.Root(t)
 	sshd := testenv.FirstFile(t, "OpenSSH sshd", "Debian package openssh-server", "/usr/sbin/sshd")
 	os.MkdirAll("/run/sshd", 0o755) // its privilege separation directory
-	s := &server{t: t, dir: t.TempDir(), port: freePort(t)}
+	s := &server{t: t, dir: t.TempDir(), port: testenv.FreePort(t)}
 	hostKey := filepath.Join(s.dir, "host_ed25519")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)

@@ -42,7 +42,7 @@ func TestRestartKeepsSFTPAndForwarding(t *testing.T) {
 	fmt.Fprintf(ft.stdin, "put %s before\n", filepath.Join(local, "before"))
 	waitFor(t, "the first upload", func() bool { return sameFile(filepath.Join(home, "before"), files["before"]) })
 
-	fwdPort := freePort(t)
+	fwdPort := testenv.FreePort(t)
 	fw := s.session(a, "", "-N", "-o", "LogLevel=ERROR", "-o", "ExitOnForwardFailure=yes",
 		"-L", "127.0.0.1:"+fwdPort+":"+echo)
 	c1 := dialEcho(t, "127.0.0.1:"+fwdPort)
