@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -32,13 +33,9 @@ func scanCompare(ctx context.Context, keys []migratedKey, module, pinSource stri
 		return err
 	}
 	defer os.RemoveAll(dir)
-	port, err := freeLoopbackPort()
-	if err != nil {
-		return err
-	}
 	var conf strings.Builder
-	fmt.Fprintf(&conf, "ListenAddress 127.0.0.1\nPort %d\nPidFile %s\nPKCS11Module %s\nPKCS11PinSource %s\nPKCS11StateDir %s\nCalibrationCache none\nAuthorizedKeysFile none\nPasswordAuthentication no\nPerSourcePenaltyExemptList 127.0.0.1\n",
-		port, filepath.Join(dir, "pid"), module, pinSource, dir)
+	fmt.Fprintf(&conf, "ListenAddress 127.0.0.1:0\nPidFile %s\nPKCS11Module %s\nPKCS11PinSource %s\nPKCS11StateDir %s\nCalibrationCache none\nAuthorizedKeysFile none\nPasswordAuthentication no\nPerSourcePenaltyExemptList 127.0.0.1\n",
+		filepath.Join(dir, "pid"), module, pinSource, dir)
 	for _, k := range keys {
 		fmt.Fprintf(&conf, "HostKey %s\n", k.uri)
 	}
@@ -52,9 +49,9 @@ func scanCompare(ctx context.Context, keys []migratedKey, module, pinSource stri
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var log bytes.Buffer
+	log := &listenLog{port: make(chan int, 1)}
 	srv := exec.CommandContext(sctx, self, "sshd", "-D", "-e", "-f", cfg)
-	srv.Stdout, srv.Stderr = &log, &log
+	srv.Stdout, srv.Stderr = log, log
 	srv.Cancel = func() error { return srv.Process.Signal(os.Interrupt) }
 	srv.WaitDelay = 10 * time.Second
 	if err := srv.Start(); err != nil {
@@ -63,7 +60,8 @@ func scanCompare(ctx context.Context, keys []migratedKey, module, pinSource stri
 	done := make(chan error, 1)
 	go func() { done <- srv.Wait() }()
 	stop := func() { cancel(); <-done }
-	if err := waitListening(ctx, port, done); err != nil {
+	port, err := waitListening(ctx, log.port, done)
+	if err != nil {
 		stop()
 		return fmt.Errorf("the temporary offload sshd did not start: %w\n%s", err, log.String())
 	}
@@ -111,35 +109,49 @@ func compareScan(keys []migratedKey, out []byte, port int, stderr io.Writer) err
 	return nil
 }
 
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+// listenLog keeps a server's log and sends the port of its first
+// "listening" line: the server listens on port 0, so no other process can
+// have taken its port between a choice and the bind.
+type listenLog struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	sent bool
+	port chan int
 }
 
-// waitListening waits until 127.0.0.1:port accepts, or the server ends.
-func waitListening(ctx context.Context, port int, done chan error) error {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
+var listeningLine = regexp.MustCompile(`msg=listening addr=127\.0\.0\.1:(\d+)\n`)
+
+func (l *listenLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	if m := listeningLine.FindSubmatch(l.b.Bytes()); m != nil && !l.sent {
+		n, _ := strconv.Atoi(string(m[1]))
+		l.port <- n
+		l.sent = true
+	}
+	return len(p), nil
+}
+
+func (l *listenLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitListening waits until the server says which port it listens on, or
+// ends.
+func waitListening(ctx context.Context, port chan int, done chan error) (int, error) {
 	deadline := time.After(2 * time.Minute)
-	for {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case err := <-done:
-			done <- err // for the caller's wait
-			return fmt.Errorf("it exited: %v", err)
-		case <-deadline:
-			return errors.New("not listening after 2 minutes")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+	select {
+	case p := <-port:
+		return p, nil
+	case err := <-done:
+		done <- err // for the caller's wait
+		return 0, fmt.Errorf("it exited: %v", err)
+	case <-deadline:
+		return 0, errors.New("not listening after 2 minutes")
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,15 +180,13 @@ func fileFingerprints(t *testing.T, dir string) map[string]string {
 
 func freePortT(t *testing.T) int {
 	t.Helper()
-	p, err := freeLoopbackPort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := strconv.Atoi(testenv.FreePort(t))
 	return p
 }
 
 // startServer runs a server until the test ends and waits until it
-// listens on 127.0.0.1:port.
+// listens on 127.0.0.1:port, a port FreePort reserved for the test (no
+// other process answers on it).
 func startServer(t *testing.T, port int, bin string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,8 +206,24 @@ func startServer(t *testing.T, port int, bin string, args ...string) {
 			t.Logf("%s log:\n%s", filepath.Base(bin), log.String())
 		}
 	})
-	if err := waitListening(ctx, port, done); err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, log.String())
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var ended bool
+	answers := testenv.WaitUntil(t, func() bool {
+		select {
+		case err := <-done:
+			done <- err // for the cleanup's wait
+			ended = true
+			return true
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	if !answers || ended {
+		t.Fatalf("%s %v does not listen on %s (ended: %v)", bin, args, addr, ended)
 	}
 }
 

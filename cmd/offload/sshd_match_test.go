@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,21 +78,14 @@ func (c *opensshClient) run(t *testing.T, addr, bind string, stdin io.Reader, op
 	return out.String(), errb.String(), err
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
+// freePorts returns n distinct free TCP ports of 127.0.0.1, reserved for
+// t (testenv.FreePort).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
-	var ls []net.Listener
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		p, _ := strconv.Atoi(testenv.FreePort(t))
+		ports = append(ports, p)
 	}
 	return ports
 }

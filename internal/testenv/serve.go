@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -72,18 +71,6 @@ func start(t testing.TB, port string, l Launch) *Served {
 		}
 	})
 	return &Served{Port: port, Cmd: l.Cmd, Ended: ended}
-}
-
-// FreePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return p
 }
 
 // FileExists reports whether path exists.

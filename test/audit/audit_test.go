@@ -209,13 +209,8 @@ func startOpenSSH(t *testing.T, sshdBin string) string {
 	dir := t.TempDir()
 	hk := filepath.Join(dir, "hk")
 	testenv.Run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hk)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	port := addr[strings.LastIndex(addr, ":")+1:]
+	port := testenv.FreePort(t)
+	addr := net.JoinHostPort("127.0.0.1", port)
 	os.MkdirAll("/run/sshd", 0o755) // OpenSSH's privilege separation directory
 	cfg := filepath.Join(dir, "sshd_config")
 	os.WriteFile(cfg, []byte("ListenAddress 127.0.0.1\nPort "+port+"\nHostKey "+hk+"\nPidFile none\nUsePAM no\n"), 0o600)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,9 +159,7 @@ func TestOpenSSHForwardW(t *testing.T) {
 func TestOpenSSHForwardL(t *testing.T) {
 	f := newFixture(t, nil)
 	target := echoServer(t)
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	lport := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	lport := testenv.FreePort(t)
 	bin := testenv.LookPath(t, "ssh", "apt-get install openssh-client")
 	args := append(f.common(), "-p", f.port, "-l", f.user, "-N", "-o", "ExitOnForwardFailure=yes",
 		"-L", "127.0.0.1:"+lport+":"+target, "127.0.0.1")

@@ -91,13 +91,8 @@ func startOpenSSHFor(t *testing.T, kex, hostAlgs []string) string {
 		testenv.Run(t, "ssh-keygen", "-q", "-t", typ, "-N", "", "-f", hk)
 		keys += "HostKey " + hk + "\n"
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	port := testenv.FreePort(t)
+	addr := net.JoinHostPort("127.0.0.1", port)
 	os.MkdirAll("/run/sshd", 0o755) // OpenSSH's privilege separation directory
 	cfg := filepath.Join(dir, "sshd_config")
 	conf := fmt.Sprintf("ListenAddress 127.0.0.1\nPort %s\n%sPidFile none\nUsePAM no\nKexAlgorithms %s\nHostKeyAlgorithms %s\n",
