@@ -20,14 +20,7 @@ import (
 // a Config naming it.
 func service(t *testing.T, lines ...string) Config {
 	t.Helper()
-	testenv.Root(t)
-	name := testenv.UniqueName("oftpam")
-	path := filepath.Join("/etc/pam.d", name)
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(path) })
-	return Config{Service: name}
+	return Config{Service: testenv.PAMService(t, "oftpam", strings.Join(lines, "\n")+"\n")}
 }
 
 var unixStack = []string{

@@ -2,8 +2,6 @@ package auth_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,13 +24,8 @@ func TestPAMBoundedByLoginGraceTime(t *testing.T) {
 	sleep := testenv.FirstFile(t, "/bin/sleep", "Debian package coreutils", "/bin/sleep", "/usr/bin/sleep")
 	f := newFixture(t)
 	u := newAccountUser(t, f, "pw-grace-1")
-	service := testenv.UniqueName("oftslow")
-	path := filepath.Join("/etc/pam.d", service)
-	stack := "auth requisite pam_exec.so quiet " + sleep + " 40\nauth required pam_unix.so\naccount required pam_unix.so\n"
-	if err := os.WriteFile(path, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(path) })
+	service := testenv.PAMService(t, "oftslow",
+		"auth requisite pam_exec.so quiet "+sleep+" 40\nauth required pam_unix.so\naccount required pam_unix.so\n")
 
 	ports, logs := map[string]string{}, map[string]fmt.Stringer{}
 	ports["in-process"], logs["in-process"] = offloadSSHD(t, &auth.Config{UsePAM: true, PAM: pam.Config{Service: service}, PasswordAuthentication: true, LoginGraceTime: 2 * time.Second})

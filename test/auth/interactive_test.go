@@ -28,14 +28,8 @@ func pamOATH(t *testing.T, user string) (string, func(n int) string) {
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users.oath")
 	os.WriteFile(users, []byte(fmt.Sprintf("HOTP %s - %s\n", user, oathKey)), 0o600)
-	name := testenv.UniqueName("oftpam")
-	path := filepath.Join("/etc/pam.d", name)
-	conf := "auth requisite pam_unix.so nodelay\nauth required pam_oath.so usersfile=" + users + " window=20\n" +
-		"account required pam_unix.so\nsession required pam_unix.so\n"
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(path) })
+	name := testenv.PAMService(t, "oftpam", "auth requisite pam_unix.so nodelay\nauth required pam_oath.so usersfile="+users+" window=20\n"+
+		"account required pam_unix.so\nsession required pam_unix.so\n")
 	return name, func(n int) string {
 		out, err := exec.Command(oathtool, "-c", fmt.Sprint(n), oathKey).Output()
 		if err != nil {
@@ -184,10 +178,7 @@ func TestExpiredPasswordChangeOverKbdInt(t *testing.T) {
 	f := newFixture(t)
 	u := newAccountUser(t, f, "old-Secret-1")
 	testenv.Run(t, "chage", "-d", "0", u.Username)
-	name := testenv.UniqueName("oftpam")
-	path := filepath.Join("/etc/pam.d", name)
-	os.WriteFile(path, []byte("auth required pam_unix.so nodelay\naccount required pam_unix.so\npassword required pam_unix.so yescrypt\nsession required pam_unix.so\n"), 0o644)
-	t.Cleanup(func() { os.Remove(path) })
+	name := testenv.PAMService(t, "oftpam", "auth required pam_unix.so nodelay\naccount required pam_unix.so\npassword required pam_unix.so yescrypt\nsession required pam_unix.so\n")
 	port, logs := offloadSSHD(t, &auth.Config{UsePAM: true, PAM: pam.Config{Service: name}, KbdInteractiveAuthentication: true})
 	changeAndLogIn(t, f, u, port, "old-Secret-1", "new-Secret-2", logs)
 	// the same through offload sshd, where the monitor runs PAM's

@@ -35,14 +35,8 @@ func TestPAMMotd(t *testing.T) {
 	const text = "offload test: the message of the day"
 	motd := filepath.Join(dir, "motd")
 	os.WriteFile(motd, []byte(text+"\n"), 0o644)
-	service := testenv.UniqueName("oftmotd")
-	path := filepath.Join("/etc/pam.d", service)
-	stack := "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_permit.so\n" +
-		"session optional pam_motd.so motd=" + motd + " noupdate\n"
-	if err := os.WriteFile(path, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(path) })
+	service := testenv.PAMService(t, "oftmotd", "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_permit.so\n"+
+		"session optional pam_motd.so motd="+motd+" noupdate\n")
 	for _, sep := range []string{"yes", "no"} {
 		t.Run("PrivilegeSeparation "+sep, func(t *testing.T) { checkPAMMotd(t, f, u, service, sep, text) })
 	}
@@ -150,13 +144,7 @@ func TestPAMSessionOpenAndClose(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	script := filepath.Join(dir, "record.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\necho \"$PAM_TYPE $PAM_USER $(id -u)\" >> "+record+"\n"), 0o700)
-	service := testenv.UniqueName("oftsess")
-	path := filepath.Join("/etc/pam.d", service)
-	stack := "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_exec.so " + script + "\n"
-	if err := os.WriteFile(path, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(path) })
+	service := testenv.PAMService(t, "oftsess", "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_exec.so "+script+"\n")
 	d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PostauthPerConnection yes")
 	ctx, cancel := testenv.Context(t)
 	defer cancel()

@@ -32,13 +32,7 @@ func TestPAMUmask(t *testing.T) {
 		{"session optional pam_umask.so umask=0027\n", "0027", "no"}, // the in-process keeper's
 		{"", loginDefsUmask(t), "no"},
 	} {
-		service := testenv.UniqueName("oftumask")
-		path := filepath.Join("/etc/pam.d", service)
-		stack := "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_permit.so\n" + tc.session
-		if err := os.WriteFile(path, []byte(stack), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(path) })
+		service := testenv.PAMService(t, "oftumask", "auth required pam_unix.so\naccount required pam_permit.so\nsession required pam_permit.so\n"+tc.session)
 		d := startOffloadDaemon(t, f, nil, nil, "UsePAM yes", "PAMServiceName "+service, "PrivilegeSeparation "+tc.sep)
 		ctx, cancel := testenv.Context(t)
 		args := append([]string{"-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}, sshArgs(d.port, u.Username)...)

@@ -35,10 +35,7 @@ func (d *daemon) kbdIntLogin(a *account, answer string) (bool, string) {
 func TestKeyboardInteractiveSeparated(t *testing.T) {
 	a := newAccount(t)
 	testenv.SetPassword(t, a.Username, "kbd-Secret-1")
-	service := testenv.UniqueName("oftpam")
-	path := filepath.Join("/etc/pam.d", service)
-	os.WriteFile(path, []byte("auth required pam_unix.so nodelay\naccount required pam_unix.so\nsession required pam_unix.so\n"), 0o644)
-	t.Cleanup(func() { os.Remove(path) })
+	service := testenv.PAMService(t, "oftpam", "auth required pam_unix.so nodelay\naccount required pam_unix.so\nsession required pam_unix.so\n")
 	for _, pam := range []string{"no", "yes"} {
 		d := startDaemon(t, nil, "KbdInteractiveAuthentication yes", "UsePAM "+pam, "PAMServiceName "+service)
 		if ok, out := d.kbdIntLogin(a, "kbd-Secret-1"); !ok {

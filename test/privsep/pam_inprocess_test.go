@@ -33,17 +33,12 @@ func TestPAMSessionInProcess(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	script := filepath.Join(dir, "record.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\necho \"$PAM_TYPE $PAM_USER\" >> "+record+"\n"), 0o700)
-	service := testenv.UniqueName("oftpam")
-	pamFile := filepath.Join("/etc/pam.d", service)
 	stack := "auth required pam_permit.so\naccount required pam_permit.so\n" +
 		"session required pam_loginuid.so\n" +
 		"session required pam_env.so envfile=" + envFile + " readenv=1 user_readenv=0\n" +
 		"session required pam_limits.so conf=" + limits + "\n" +
 		"session required pam_exec.so " + script + "\n"
-	if err := os.WriteFile(pamFile, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(pamFile) })
+	service := testenv.PAMService(t, "oftpam", stack)
 	d := startDaemon(t, nil, "UsePAM yes", "PAMServiceName "+service, "PrivilegeSeparation no")
 	pid := d.serverPid()
 	loginuidBefore := readProc(t, pid, "loginuid")

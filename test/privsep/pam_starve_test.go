@@ -22,15 +22,8 @@ import (
 func hangingPAM(t *testing.T) string {
 	t.Helper()
 	sleep := testenv.FirstFile(t, "/bin/sleep", "Debian package coreutils", "/bin/sleep", "/usr/bin/sleep")
-	name := testenv.UniqueName("oftpam")
-	stack := "auth requisite pam_exec.so quiet " + sleep + " 40\nauth required pam_unix.so\n" +
-		"account required pam_unix.so\nsession required pam_permit.so\n"
-	path := filepath.Join("/etc/pam.d", name)
-	if err := os.WriteFile(path, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(path) })
-	return name
+	return testenv.PAMService(t, "oftpam", "auth requisite pam_exec.so quiet "+sleep+" 40\nauth required pam_unix.so\n"+
+		"account required pam_unix.so\nsession required pam_permit.so\n")
 }
 
 // openSSHNamed runs OpenSSH's sshd under the program name name (its PAM

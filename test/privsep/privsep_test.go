@@ -471,16 +471,11 @@ func TestPAMSession(t *testing.T) {
 	a := newAccount(t)
 	limits := filepath.Join(dir, "limits.conf")
 	os.WriteFile(limits, []byte(a.Username+" hard nofile 777\n"+a.Username+" soft nofile 777\n"), 0o644)
-	service := testenv.UniqueName("oftpam")
-	pamFile := filepath.Join("/etc/pam.d", service)
 	stack := "auth required pam_permit.so\naccount required pam_permit.so\n" +
 		"session required pam_loginuid.so\n" +
 		"session required pam_env.so envfile=" + envFile + " readenv=1 user_readenv=0\n" +
 		"session required pam_limits.so conf=" + limits + "\n"
-	if err := os.WriteFile(pamFile, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(pamFile) })
+	service := testenv.PAMService(t, "oftpam", stack)
 	d := startDaemon(t, nil, "UsePAM yes", "PAMServiceName "+service)
 	out := d.mustSSH(a, "echo $OFFLOAD_PAM_TEST; ulimit -Hn; cat /proc/self/loginuid; echo")
 	f := strings.Fields(out)

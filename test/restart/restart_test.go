@@ -92,13 +92,7 @@ func TestRestartKeepsPAMSession(t *testing.T) {
 	pamLog := filepath.Join(dir, "pam.log")
 	script := filepath.Join(dir, "pam-exec.sh")
 	os.WriteFile(script, []byte("#!/bin/sh\necho \"$PAM_TYPE $PAM_USER\" >> "+pamLog+"\n"), 0o755)
-	service := testenv.UniqueName("oftrst")
-	pamFile := filepath.Join("/etc/pam.d", service)
-	stack := "auth required pam_permit.so\naccount required pam_permit.so\nsession required pam_exec.so " + script + "\n"
-	if err := os.WriteFile(pamFile, []byte(stack), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(pamFile) })
+	service := testenv.PAMService(t, "oftrst", "auth required pam_permit.so\naccount required pam_permit.so\nsession required pam_exec.so "+script+"\n")
 
 	s := newServer(t, "", "UsePAM yes", "PAMServiceName "+service)
 	a := newAccount(t)
