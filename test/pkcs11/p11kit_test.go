@@ -10,13 +10,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/provider"
 	"github.com/offload/offload/providers/pkcs11"
@@ -40,19 +43,34 @@ func startP11KitServer(t *testing.T, tok *softhsmtest.Token) {
 	sock := filepath.Join(t.TempDir(), "p11kit.sock")
 	cmd := exec.Command(p11kit, "server", "-f", "-p", tok.Module, "-n", sock, "pkcs11:token="+tok.Label)
 	cmd.Env = os.Environ() // carries SOFTHSM2_CONF
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &sshtest.LogBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if t.Failed() {
+			t.Logf("p11-kit server said: %s", out)
+		}
 	})
-	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(sock); return err == nil }) {
-		t.Fatalf("p11-kit server made no socket before the deadline: %s", out.String())
+	// The socket's file appears at bind, before the server listens: a
+	// client that connects in between is refused and sees no token. The
+	// server prints its address once it listens; a connection proves it.
+	if !testenv.WaitUntil(t, func() bool { return strings.Contains(out.String(), "P11_KIT_SERVER_PID=") && answers(sock) }) {
+		t.Fatalf("p11-kit server did not listen on %s before the deadline: %s", sock, out)
 	}
 	t.Setenv("P11_KIT_SERVER_ADDRESS", "unix:path="+sock)
+}
+
+// answers reports whether a Unix socket accepts a connection.
+func answers(sock string) bool {
+	c, err := net.Dial("unix", sock)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
 }
 
 // TestP11KitRemoting reaches a SoftHSM token through p11-kit's remoting:
