@@ -212,6 +212,12 @@ func (t *token) open() (session, error) {
 	if err := t.usable(); err != nil {
 		return session{}, err
 	}
+	return t.openSession()
+}
+
+// openSession opens a session and logs in, whether the token is up or
+// not (open checks that).
+func (t *token) openSession() (session, error) {
 	m := t.p.mod
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -454,7 +460,6 @@ func (t *token) rescan() error {
 	stale := t.idle
 	t.idle = nil
 	t.slot, t.desc = found.SlotID, *found
-	t.down = nil
 	t.epoch++
 	t.mu.Unlock()
 	m.mu.RLock()
@@ -467,18 +472,21 @@ func (t *token) rescan() error {
 	if err := t.canLogIn(); err != nil {
 		return err
 	}
+	t.mu.Lock()
+	t.down = nil
+	t.mu.Unlock()
 	t.recoveries.Add(1)
 	t.p.log.Info("token reattached", "token", found.Label, "serial", found.Serial, "slot", found.SlotID)
 	return nil
 }
 
 // canLogIn opens a session on a token found again and logs in, keeping
-// the session in the pool: the token is back when it can be used, not
-// when it is listed. A module may list a token, its user PIN set, and
-// still refuse the login until it loads the token again (SoftHSM, for a
-// token another process set up). On failure the token is down again.
+// the session in the pool: the token is back (up) when it can be used,
+// not when it is listed, and stays down until then. A module may list a
+// token, its user PIN set, and still refuse the login until it loads the
+// token again (SoftHSM, for a token another process set up).
 func (t *token) canLogIn() error {
-	s, err := t.open()
+	s, err := t.openSession()
 	if err == nil {
 		t.mu.Lock()
 		t.idle = append(t.idle, s)

@@ -166,6 +166,6 @@ func TestTokenBackOnlyOnceSetUp(t *testing.T) {
 	tok.InitUserPIN(t)
 	waitHealth(t, p, true)
 	if _, err := p.Generate(context.Background(), tok.URI("k"), pkcs11.ECDSAP256); err != nil {
-		t.Fatalf("a key made on the token once set up (a login): %v", err)
+		t.Fatalf("a key made on the token once set up (a login): %v\nthe provider's log:\n%s", err, log)
 	}
 }
