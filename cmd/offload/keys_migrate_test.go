@@ -125,11 +125,8 @@ func rollbackThroughAgent(t *testing.T, module, pinFile, etcSSH, sshdBin, keysca
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return testenv.SocketListening(sock) }) {
+		t.Fatalf("ssh-agent did not listen on %s before the deadline", sock)
 	}
 	askpass := writeFileT(t, dir, "askpass", "#!/bin/sh\ncat "+pinFile+"\n")
 	os.Chmod(askpass, 0o755)

@@ -50,6 +50,18 @@ func Listening(addr string) bool {
 	return true
 }
 
+// SocketListening reports whether a Unix socket accepts a connection. Its
+// file alone proves nothing: it appears at bind, before the server
+// listens, and a client that connects in between is refused.
+func SocketListening(path string) bool {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
 // Context is the context of a step a test waits for, such as a client's
 // run or a login: it ends at the startup deadline, so that a step that
 // hangs fails the test while a slow one on a loaded machine does not.

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offload/offload/internal/testenv"
 )
@@ -21,11 +20,8 @@ func startAgent(t *testing.T, f *fixture, keys ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.WaitUntil(t, func() bool { return testenv.SocketListening(sock) }) {
+		t.Fatalf("ssh-agent did not listen on %s before the deadline", sock)
 	}
 	add := testenv.LookPath(t, "ssh-add", "apt-get install openssh-client")
 	for _, k := range keys {

@@ -27,8 +27,8 @@ func startAgent(t *testing.T, f *fixture) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if !testenv.WaitUntil(t, func() bool { _, err := os.Stat(sock); return err == nil }) {
-		t.Fatalf("ssh-agent made no socket %s before the deadline", sock)
+	if !testenv.WaitUntil(t, func() bool { return testenv.SocketListening(sock) }) {
+		t.Fatalf("ssh-agent did not listen on %s before the deadline", sock)
 	}
 	if out, err := runTool(t, []string{"SSH_AUTH_SOCK=" + sock}, add, f.key); err != nil {
 		t.Fatalf("ssh-add: %v %s", err, out)

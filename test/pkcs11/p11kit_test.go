@@ -10,7 +10,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,19 +57,12 @@ func startP11KitServer(t *testing.T, tok *softhsmtest.Token) {
 	// The socket's file appears at bind, before the server listens: a
 	// client that connects in between is refused and sees no token. The
 	// server prints its address once it listens; a connection proves it.
-	if !testenv.WaitUntil(t, func() bool { return strings.Contains(out.String(), "P11_KIT_SERVER_PID=") && answers(sock) }) {
+	if !testenv.WaitUntil(t, func() bool {
+		return strings.Contains(out.String(), "P11_KIT_SERVER_PID=") && testenv.SocketListening(sock)
+	}) {
 		t.Fatalf("p11-kit server did not listen on %s before the deadline: %s", sock, out)
 	}
 	t.Setenv("P11_KIT_SERVER_ADDRESS", "unix:path="+sock)
-}
-
-// answers reports whether a Unix socket accepts a connection.
-func answers(sock string) bool {
-	c, err := net.Dial("unix", sock)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
 }
 
 // TestP11KitRemoting reaches a SoftHSM token through p11-kit's remoting:
