@@ -125,7 +125,10 @@ func (l *listenLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.Write(p)
-	if m := listeningLine.FindSubmatch(l.b.Bytes()); m != nil && !l.sent {
+	if l.sent {
+		return len(p), nil
+	}
+	if m := listeningLine.FindSubmatch(l.b.Bytes()); m != nil {
 		n, _ := strconv.Atoi(string(m[1]))
 		l.port <- n
 		l.sent = true

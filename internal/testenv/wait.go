@@ -41,20 +41,15 @@ func WaitUntil(t testing.TB, cond func() bool) bool {
 }
 
 // Listening reports whether something accepts TCP connections at addr.
-func Listening(addr string) bool {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
+func Listening(addr string) bool { return accepts("tcp", addr) }
 
 // SocketListening reports whether a Unix socket accepts a connection. Its
 // file alone proves nothing: it appears at bind, before the server
 // listens, and a client that connects in between is refused.
-func SocketListening(path string) bool {
-	c, err := net.Dial("unix", path)
+func SocketListening(path string) bool { return accepts("unix", path) }
+
+func accepts(network, addr string) bool {
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		return false
 	}
