@@ -460,14 +460,23 @@ func TestPAMWorkBounds(t *testing.T) {
 }
 
 // FuzzMayWaitInPAM: the monitor's look at a worker's request before it
-// decides where to serve it never fails on any bytes.
+// decides where to serve it never fails on any bytes, and on every request
+// the full decoder accepts it agrees with that decoder: only a password or
+// keyboard-interactive decision, or a response, of a connection the worker
+// owns may wait in PAM, and it is counted against that connection's source.
 func FuzzMayWaitInPAM(f *testing.F) {
 	f.Add(uint8(ipc.TypeDecide), (&ipc.DecideRequest{ConnID: 1, Req: passwordRequest("x")}).Marshal())
+	f.Add(uint8(ipc.TypeBeginDecide), (&ipc.DecideRequest{ConnID: 2, Req: passwordRequest("x")}).Marshal())
+	f.Add(uint8(ipc.TypeDecide), (&ipc.DecideRequest{ConnID: 1, Req: &ipc.AuthRequest{User: "u", Method: "publickey"}}).Marshal())
 	f.Add(uint8(ipc.TypeRespond), (&ipc.RespondRequest{ConnID: 1, Responses: []string{"x"}}).Marshal())
+	f.Add(uint8(ipc.TypeSign), (&ipc.RespondRequest{ConnID: 1}).Marshal())
 	f.Add(uint8(ipc.TypeBeginDecide), []byte{0, 0, 0})
 	f.Fuzz(func(t *testing.T, typ uint8, payload []byte) {
 		c := &child{}
-		m := &Monitor{conns: map[uint64]*mconn{1: {id: 1, owner: c, remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}}}}
+		m := &Monitor{conns: map[uint64]*mconn{
+			1: {id: 1, owner: c, remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 22}},
+			2: {id: 2, owner: &child{}, remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 2), Port: 22}},
+		}}
 		e, known := newTable()[ipc.Type(typ)]
 		if !known {
 			return // not served at all: handle stops the child
@@ -476,5 +485,27 @@ func FuzzMayWaitInPAM(f *testing.F) {
 		if ok && src != netip.MustParseAddr("192.0.2.1") {
 			t.Fatalf("source %v", src)
 		}
+		if want, decoded := waitsInPAM(ipc.Type(typ), payload); decoded && ok != want {
+			t.Fatalf("type %d: may wait in PAM %v, the full decoder says %v", typ, ok, want)
+		}
 	})
+}
+
+// waitsInPAM is FuzzMayWaitInPAM's oracle: whether a request that
+// ipc's full decoders accept may wait in PAM for connection 1; decoded is
+// false when they refuse it (the handler will).
+func waitsInPAM(typ ipc.Type, payload []byte) (want, decoded bool) {
+	switch typ {
+	case ipc.TypeDecide, ipc.TypeBeginDecide:
+		d, err := ipc.ParseDecideRequest(payload)
+		if err != nil {
+			return false, false
+		}
+		m := d.Req.Method
+		return d.ConnID == 1 && (m == "password" || m == "keyboard-interactive"), true
+	case ipc.TypeRespond:
+		r, err := ipc.ParseRespondRequest(payload)
+		return err == nil && r.ConnID == 1, err == nil
+	}
+	return false, true // no other request waits in PAM
 }
