@@ -14,7 +14,10 @@ import (
 )
 
 // PortLockDir holds one lock file per port FreePort has handed out; every
-// test binary on the machine shares it.
+// test binary on the machine shares it. The files stay when their locks
+// go (one empty file per port, at most one per port of the range): a file
+// removed while another process holds or is opening it would let two
+// holders in.
 const PortLockDir = "/tmp/offload-test-ports"
 
 // FreePort returns a TCP port of 127.0.0.1 that is free and stays
@@ -78,7 +81,8 @@ func reservePort(dir string, lo, hi, offset int) (int, *os.File, error) {
 // lockPort takes the lock of port p, or returns nil when another holder
 // has it.
 func lockPort(dir string, p int) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_RDONLY|os.O_CREATE, 0o644)
+	// No symbolic link is followed: the directory is shared by every user.
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: port lock: %w", err)
 	}

@@ -1,7 +1,11 @@
 package testenv
 
 import (
+	"errors"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -53,5 +57,21 @@ func TestFreePortIsQuiet(t *testing.T) {
 			t.Fatalf("port %d: %v", p, err)
 		}
 		l.Close()
+	}
+}
+
+// TestLockPortFollowsNoLink: a lock file planted as a symbolic link in the
+// shared directory is refused, and its target is not created.
+func TestLockPortFollowsNoLink(t *testing.T) {
+	dir, elsewhere := t.TempDir(), filepath.Join(t.TempDir(), "target")
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "12345")); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := lockPort(dir, 12345); err == nil {
+		f.Close()
+		t.Fatal("a link was followed")
+	}
+	if _, err := os.Lstat(elsewhere); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the link's target: %v", err)
 	}
 }
