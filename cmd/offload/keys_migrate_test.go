@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/offload/offload/internal/softhsmtest"
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"golang.org/x/crypto/ssh"
 )
@@ -108,7 +109,6 @@ func TestMigrationGuide(t *testing.T) {
 // ssh-agent loads the token's keys (ssh-add -s), OpenSSH's sshd signs with
 // them through HostKeyAgent, with only the public halves on disk.
 func rollbackThroughAgent(t *testing.T, module, pinFile, etcSSH, sshdBin, keyscan string, want map[string]string) {
-	agent := testenv.LookPath(t, "ssh-agent", "apt-get install openssh-client")
 	add := testenv.LookPath(t, "ssh-add", "apt-get install openssh-client")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "agent.sock")
@@ -118,16 +118,7 @@ func rollbackThroughAgent(t *testing.T, module, pinFile, etcSSH, sshdBin, keysca
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := exec.Command(agent, "-D", "-a", sock, "-P", real)
-	var alog bytes.Buffer
-	a.Stdout, a.Stderr = &alog, &alog
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
-	if !testenv.WaitUntil(t, func() bool { return testenv.SocketListening(sock) }) {
-		t.Fatalf("ssh-agent did not listen on %s before the deadline", sock)
-	}
+	alog := sshtest.SSHAgent(t, sock, "-P", real)
 	askpass := writeFileT(t, dir, "askpass", "#!/bin/sh\ncat "+pinFile+"\n")
 	os.Chmod(askpass, 0o755)
 	cmd := exec.Command(add, "-s", module)

@@ -1,5 +1,6 @@
 // Package sshtest holds what the SSH tests of several packages share: a
-// log buffer safe for the server's goroutines, and OpenSSH client keys.
+// log buffer safe for the server's goroutines, OpenSSH client keys and
+// an ssh-agent.
 package sshtest
 
 import (

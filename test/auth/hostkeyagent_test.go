@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 )
 
@@ -15,14 +16,7 @@ import (
 func startAgent(t *testing.T, f *fixture, keys ...string) string {
 	t.Helper()
 	sock := filepath.Join(f.dir, "hostkey-agent.sock")
-	cmd := exec.Command(testenv.LookPath(t, "ssh-agent", "apt-get install openssh-client"), "-D", "-a", sock)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if !testenv.WaitUntil(t, func() bool { return testenv.SocketListening(sock) }) {
-		t.Fatalf("ssh-agent did not listen on %s before the deadline", sock)
-	}
+	sshtest.SSHAgent(t, sock)
 	add := testenv.LookPath(t, "ssh-add", "apt-get install openssh-client")
 	for _, k := range keys {
 		c := exec.Command(add, "-q", k)

@@ -4,13 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/offload/offload/internal/sshtest"
 	"github.com/offload/offload/internal/testenv"
 	"github.com/offload/offload/sshd/connection"
 )
@@ -19,17 +19,9 @@ import (
 // key added, and returns the socket.
 func startAgent(t *testing.T, f *fixture) string {
 	t.Helper()
-	agent := testenv.LookPath(t, "ssh-agent", "apt-get install openssh-client")
 	add := testenv.LookPath(t, "ssh-add", "apt-get install openssh-client")
 	sock := filepath.Join(t.TempDir(), "agent.sock")
-	cmd := exec.Command(agent, "-D", "-a", sock)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if !testenv.WaitUntil(t, func() bool { return testenv.SocketListening(sock) }) {
-		t.Fatalf("ssh-agent did not listen on %s before the deadline", sock)
-	}
+	sshtest.SSHAgent(t, sock)
 	if out, err := runTool(t, []string{"SSH_AUTH_SOCK=" + sock}, add, f.key); err != nil {
 		t.Fatalf("ssh-add: %v %s", err, out)
 	}
